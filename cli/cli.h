@@ -1,0 +1,7 @@
+#ifndef FA8_CLI_H
+#define FA8_CLI_H
+/* Subcommands of the `fa8` executable; argv[0] is the subcommand's first argument. */
+int cli_lua(int argc, char **argv);    /* gen, list, targets, decode (argv includes the subcommand) */
+int cli_probe(int argc, char **argv);
+int cli_run(int argc, char **argv);
+#endif

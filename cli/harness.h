@@ -1,0 +1,63 @@
+/* The attention harness shared by `fa8 probe`, `fa8 run` and the tests: owns the buffers of one problem,
+ * quantizes FP32 inputs through fa8_quantize, runs fa8_forward/fa8_backward in a delta mode, and compares
+ * against the FP64 references on the same dequantized inputs. */
+#ifndef FA8_HARNESS_H
+#define FA8_HARNESS_H
+
+#include <stdint.h>
+#include "fa8.h"
+
+typedef struct {
+  fa8_problem p;               /* geometry, causal, formats, backend, threads; p.delta is set per run */
+  int32_t scale_rows;          /* quantizer block rows for Q, K, V, dO (0: per-tensor) */
+  int32_t pow2_scales;
+  int32_t quantize_off;        /* test-only: operands stay FP32 (the f32 pseudo-format), scales 1 */
+} h_config;
+
+typedef struct {
+  h_config cfg;
+  int64_t nq, nk, nv, no, nrow;            /* element counts: q, k, v, o/dO, rows (B*H*Sq) */
+  float *q, *k, *v, *dout;                 /* FP32 inputs [B,S,heads,D] */
+  void *q8, *k8, *v8, *do8;                /* quantized codes (float when quantize_off) */
+  float *qs, *ks, *vs, *dos;               /* scales */
+  float *qh, *kh, *vh, *doh;               /* dequantized operands (codes x scales) */
+  uint16_t *o, *orem;                      /* BF16 outputs */
+  float *o32, *lse, *delta, *dq, *dk, *dv;
+  fa8_rowsum_stats stats;
+  void *ws;
+  size_t ws_bytes;
+} h_data;
+
+/* Allocate for cfg (inputs zeroed). 0 ok, -1 out of memory. */
+int h_alloc(h_data *d, const h_config *cfg);
+void h_free(h_data *d);
+
+/* Realistic inputs: Q/K with a few high-gain channels (as trained QK-norm models have) scaled to a target
+ * logit standard deviation, V and dO with outlier channels too. Deterministic in seed. */
+typedef struct {
+  uint64_t seed;
+  int outlier_channels;        /* high-gain channels in Q/K (and V, dO) */
+  float outlier_gain;
+  float logit_std;             /* standard deviation of c * q.k over random pairs */
+} h_inputs;
+void h_inputs_default(h_inputs *in);
+void h_fill(h_data *d, const h_inputs *in);
+
+/* Quantize q, k, v, dout (and build the dequantized copies). Returns fa8_status. */
+fa8_status h_quantize(h_data *d);
+/* Forward + backward in the given delta mode (stats collected). Returns fa8_status. */
+fa8_status h_run(h_data *d, fa8_delta_mode mode);
+
+/* Reference results (FP64) on the dequantized inputs; emulate: FP8-emulated flavour. 0 ok. */
+typedef struct { double *o, *lse, *delta, *dq, *dk, *dv; } h_ref;
+int h_reference(const h_data *d, int emulate, h_ref *out);
+void h_ref_free(h_ref *r);
+
+/* ||x - ref||_2 / ||ref||_2 (0 when both are 0). */
+double h_rel_err_f32(const float *x, const double *ref, int64_t n);
+double h_rel_err_bf16(const uint16_t *x, const double *ref, int64_t n);
+
+const char *h_delta_name(fa8_delta_mode m);
+int h_delta_from_name(const char *s, fa8_delta_mode *out);
+
+#endif

@@ -1,0 +1,35 @@
+/* `fa8 gen|list|targets|decode`: run the Lua generator inside this process, so users need no Lua
+ * interpreter on PATH. The generator's root is FA8_ROOT (env) or the one compiled in. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include "cli.h"
+
+#ifndef FA8_DEFAULT_ROOT
+#define FA8_DEFAULT_ROOT "."
+#endif
+
+int cli_lua(int argc, char **argv) {
+  const char *root = getenv("FA8_ROOT");
+  if (!root || !*root) root = FA8_DEFAULT_ROOT;
+  char main_lua[4096];
+  snprintf(main_lua, sizeof main_lua, "%s/gen/main.lua", root);
+  lua_State *L = luaL_newstate();
+  if (!L) { fprintf(stderr, "fa8: cannot create a Lua state\n"); return 1; }
+  luaL_openlibs(L);
+  lua_createtable(L, argc, 1);
+  lua_pushstring(L, main_lua);
+  lua_rawseti(L, -2, 0);
+  for (int i = 0; i < argc; ++i) { lua_pushstring(L, argv[i]); lua_rawseti(L, -2, i + 1); }
+  lua_setglobal(L, "arg");
+  int rc = 0;
+  if (luaL_dofile(L, main_lua) != LUA_OK) {   /* main.lua normally ends in os.exit */
+    fprintf(stderr, "fa8: generator failed: %s\n(generator root %s; set FA8_ROOT to the fa8 source or install tree)\n",
+            lua_tostring(L, -1), root);
+    rc = 2;
+  }
+  lua_close(L);
+  return rc;
+}

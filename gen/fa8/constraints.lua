@@ -1,0 +1,160 @@
+-- Constraints: derived resource figures plus named predicates. Each predicate returns ok, reason; the reason
+-- names the figure and the limit so `fa8 list --rejected` and the tests can say why a config was pruned.
+local targets = require("fa8.targets")
+
+local M = {}
+
+local FP8, F32 = 1, 4
+
+-- Bytes of one operand element as the kernel stages it (FP8 codes; the CPU's f32 pseudo-format is 4 bytes).
+local function elt(fmt) return fmt == "f32" and F32 or FP8 end
+
+-- Resource model. GPU: shared memory per block and accumulator registers per thread; CPU: the per-thread
+-- working set of one tile step (decoded FP32 tiles), which should stay within L2.
+function M.resources(cfg)
+  local f, t, tg = cfg.functional, cfg.tuning, cfg.target
+  local bm, bn, st = t.block_m, t.block_n, t.stages
+  local threads = t.warps * tg.warp_size
+  local r = { smem_bytes = 0, regs = 0 }
+  if tg.backend == "cpu" then
+    local qk, v = f.hdim_qk or f.hdim, f.hdim_v or f.hdim
+    if f.dir == "quant" then
+      r.smem_bytes = bm * bn * (F32 + 2)
+    else
+      -- decoded Q, K, V (+dO) tiles and the S/P (+dP, dS) tiles, all FP32
+      local tiles = bm * qk + bn * qk + bn * v + bm * v + bm * bn
+      if f.dir == "bwd" or f.dir == "delta" then tiles = tiles + bm * v + 2 * bm * bn + bn * (qk + v) end
+      r.smem_bytes = tiles * F32
+    end
+    r.regs = 0
+    return r
+  end
+  if f.dir == "quant" then
+    r.smem_bytes = bm * bn * FP8            -- transpose staging tile
+    r.regs = 32
+    return r
+  end
+  local qk, v, e = f.hdim_qk, f.hdim_v, elt(f.fmt)
+  if f.dir == "fwd" then
+    r.smem_bytes = bm * qk * e + st * bn * (qk + v) * e
+    if t.pipeline == "mma" then r.smem_bytes = r.smem_bytes + bm * bn * FP8 end   -- P staged for ldmatrix
+    -- consumer threads hold O (bm x v) and S (bm x bn) in FP32 registers
+    local consumers = t.pipeline == "wgmma" and (threads - 128) or threads
+    r.regs = math.ceil((bm * v + bm * bn) / math.max(consumers, 1)) + 48
+    if f.variant == "split" then r.regs = r.regs + math.ceil(bm * bn / 2 / math.max(consumers, 1)) end
+  else
+    -- delta (matched) and bwd: Q, dO tiles (and transposes), K, V, plus dS and P staging
+    r.smem_bytes = st * bm * (qk + v) * e * 2 + bn * (qk + v) * e + 2 * bm * bn * FP8 + bm * 8
+    local consumers = t.pipeline == "wgmma" and (threads - 128) or threads
+    local acc = f.dir == "bwd" and bn * (qk + v) or bm
+    r.regs = math.ceil((acc + 2 * bm * bn) / math.max(consumers, 1)) + 48
+  end
+  r.smem_bytes = r.smem_bytes + 1024             -- barriers, scales, alignment slack
+  return r
+end
+
+-- Named predicates. Order matters only for the first reason reported.
+M.predicates = {
+  { name = "pipeline_on_target", fn = function(cfg)
+      for _, p in ipairs(cfg.target.pipelines) do if p == cfg.tuning.pipeline then return true end end
+      return false, ("pipeline %s is not available on %s"):format(cfg.tuning.pipeline, cfg.target.name)
+    end },
+  { name = "fmt_supported", fn = function(cfg)
+      local f, tg = cfg.functional, cfg.target
+      for _, fmt in ipairs({ f.fmt, f.fmt_grad }) do
+        if not targets.supports_fmt(tg, fmt) then
+          return false, ("format %s is not supported on %s"):format(fmt, tg.name)
+        end
+      end
+      return true
+    end },
+  { name = "hdim_limits", fn = function(cfg)
+      local f = cfg.functional
+      for _, d in ipairs({ f.hdim, f.hdim_qk, f.hdim_v }) do
+        if d % 16 ~= 0 then return false, ("head dim %d is not a multiple of 16"):format(d) end
+        if d > 256 then return false, ("head dim %d exceeds 256"):format(d) end
+      end
+      return true
+    end },
+  { name = "hdim_divides_mma_k", fn = function(cfg)
+      local k = cfg.target.mma[cfg.tuning.pipeline].k
+      local f = cfg.functional
+      for _, d in ipairs({ f.hdim, f.hdim_qk, f.hdim_v }) do
+        if d % k ~= 0 then return false, ("head dim %d is not a multiple of the MMA K=%d"):format(d, k) end
+      end
+      return true
+    end },
+  { name = "tile_divides_mma", fn = function(cfg)
+      local t, shape = cfg.tuning, cfg.target.mma[cfg.tuning.pipeline]
+      if cfg.functional.dir == "quant" then return true end
+      if t.block_m % shape.m ~= 0 then return false, ("BLOCK_M %d is not a multiple of MMA M=%d"):format(t.block_m, shape.m) end
+      if t.block_n % shape.n ~= 0 then return false, ("BLOCK_N %d is not a multiple of MMA N=%d"):format(t.block_n, shape.n) end
+      -- P (and dS) become the A operand of the next MMA, reduced over BLOCK_N (resp. BLOCK_M) in K-steps
+      if t.block_n % shape.k ~= 0 then return false, ("BLOCK_N %d is not a multiple of MMA K=%d"):format(t.block_n, shape.k) end
+      return true
+    end },
+  { name = "warps_cover_tile", fn = function(cfg)
+      local t, tg = cfg.tuning, cfg.target
+      if tg.backend == "cpu" then
+        if t.warps ~= 1 or t.stages ~= 1 then return false, "the cpu target runs one thread per tile, one stage (w1s1)" end
+        return true
+      end
+      if cfg.functional.dir == "quant" then return true end
+      if t.pipeline == "wgmma" then
+        -- one producer warpgroup + consumers, each consumer warpgroup owns 64 rows
+        if t.warps % 4 ~= 0 or t.warps < 8 then return false, ("wgmma needs whole warpgroups (>=2), got %d warps"):format(t.warps) end
+        local consumers = t.warps // 4 - 1
+        if t.block_m ~= 64 * consumers then
+          return false, ("BLOCK_M %d must be 64 x %d consumer warpgroups"):format(t.block_m, consumers)
+        end
+      elseif t.pipeline == "mma" or t.pipeline == "mfma" then
+        local rows = tg.mma[t.pipeline].m
+        if t.block_m % (rows * t.warps) ~= 0 and t.block_m ~= rows * t.warps then
+          return false, ("BLOCK_M %d is not covered by %d warps of %d rows"):format(t.block_m, t.warps, rows)
+        end
+      end
+      return true
+    end },
+  { name = "threads_fit", fn = function(cfg)
+      local n = cfg.tuning.warps * cfg.target.warp_size
+      if n > cfg.target.max_threads then
+        return false, ("%d threads exceed %d per block on %s"):format(n, cfg.target.max_threads, cfg.target.name)
+      end
+      return true
+    end },
+  { name = "smem_fits", fn = function(cfg)
+      local r = M.resources(cfg)
+      if r.smem_bytes > cfg.target.smem_bytes then
+        return false, ("shared memory %d B exceeds %d B on %s"):format(r.smem_bytes, cfg.target.smem_bytes, cfg.target.name)
+      end
+      return true
+    end },
+  { name = "regs_fit", fn = function(cfg)
+      local r = M.resources(cfg)
+      if r.regs > cfg.target.regs_per_thread then
+        return false, ("register estimate %d exceeds %d per thread on %s"):format(r.regs, cfg.target.regs_per_thread, cfg.target.name)
+      end
+      return true
+    end },
+  { name = "test_format_cpu_only", fn = function(cfg)
+      local f = cfg.functional
+      if (f.fmt == "f32" or f.fmt_grad == "f32") and cfg.target.backend ~= "cpu" then
+        return false, "the f32 pseudo-format (quantization off) exists on the cpu target only"
+      end
+      return true
+    end },
+}
+
+M.by_name = {}
+for _, p in ipairs(M.predicates) do M.by_name[p.name] = p end
+
+-- All predicates; returns true or false, "predicate: reason".
+function M.check(cfg)
+  for _, p in ipairs(M.predicates) do
+    local ok, why = p.fn(cfg)
+    if not ok then return false, p.name .. ": " .. why end
+  end
+  return true
+end
+
+return M

@@ -1,0 +1,229 @@
+-- Enumeration: product -> predicates -> dedupe -> order/shadow check.
+-- Bundles (one per delta mode) are the unit of the product: each yields its forward, delta prep and backward
+-- instances, so forwards and backwards shared by several modes collapse in the dedupe step.
+local schema = require("fa8.schema")
+local naming = require("fa8.naming")
+local constraints = require("fa8.constraints")
+local profiles = require("fa8.profiles")
+local bundle = require("fa8.bundle")
+local targets = require("fa8.targets")
+
+local M = {}
+
+local LAYOUT_RANK = { mha = 0, mqa = 1, mla = 2, gqa = 3 }   -- most specialized first
+local SCALE_RANK = { tensor = 0, block = 1 }
+local DIR_RANK = { quant = 0, fwd = 1, delta = 2, bwd = 3 }
+
+-- Parse "--hdim 128,256,192x128" into geometry pairs; raises naming the bad entry.
+function M.parse_hdims(s)
+  local out = {}
+  for item in tostring(s):gmatch("[^,]+") do
+    local qk, v = item:match("^%s*(%d+)x(%d+)%s*$")
+    if not qk then qk = item:match("^%s*(%d+)%s*$"); v = qk end
+    if not qk then error(("--hdim '%s': expected N or QKxV (e.g. 128 or 192x128)"):format(item), 0) end
+    qk, v = tonumber(qk), tonumber(v)
+    for _, d in ipairs({ qk, v }) do
+      if d % 16 ~= 0 or d < 16 or d > 256 then
+        error(("--hdim %s: head dim %d is not supported (multiples of 16 up to 256; shipped: 64, 96, 128, 192, 256, 192x128)")
+          :format(item, d), 0)
+      end
+    end
+    out[#out + 1] = { qk, v }
+  end
+  if #out == 0 then error("--hdim: empty list", 0) end
+  return out
+end
+
+local function set_of(list)
+  if not list then return nil end
+  local s = {}
+  for _, v in ipairs(list) do s[v] = true end
+  return s
+end
+
+local function cfg(dir, target, functional, tile, pipeline)
+  functional.dir = dir
+  return {
+    functional = functional,
+    tuning = { block_m = tile[1], block_n = tile[2], warps = tile[3], stages = tile[4], pipeline = pipeline },
+    target = target,
+  }
+end
+
+-- layout_j covers layout_i when every problem i accepts is accepted by j.
+local function layout_covers(j, i)
+  if j == i then return true end
+  return j == "gqa" and (i == "mha" or i == "mqa")
+end
+
+function M.covers(a, b)
+  local fa, fb = a.functional, b.functional
+  if a.target ~= b.target or fa.dir ~= fb.dir then return false end
+  for _, k in ipairs({ "fmt", "fmt_grad", "hdim", "hdim_qk", "hdim_v", "causal", "variant", "delta", "intype" }) do
+    if fa[k] ~= fb[k] then return false end
+  end
+  for _, k in ipairs(schema.tuning_fields) do
+    if a.tuning[k] ~= b.tuning[k] then return false end
+  end
+  if fa.layout and not layout_covers(fa.layout, fb.layout) then return false end
+  if not (fa.scale == fb.scale or fa.scale == "block") then return false end
+  return true
+end
+
+-- Raises if an instance can never be selected because an earlier, more permissive one shadows it.
+function M.shadow_check(list)
+  for i = 2, #list do
+    for j = 1, i - 1 do
+      if M.covers(list[j], list[i]) then
+        error(("instance %s can never be selected: the earlier, more permissive %s shadows it")
+          :format(list[i].name, list[j].name), 0)
+      end
+    end
+  end
+end
+
+local function sort_key(c)
+  local f, t = c.functional, c.tuning
+  return table.concat({
+    c.target.name, DIR_RANK[f.dir], f.fmt, f.fmt_grad or "", ("%03d"):format(f.hdim_qk or f.hdim),
+    ("%03d"):format(f.hdim_v or f.hdim), f.causal and 1 or 0, f.variant or "", f.delta or "", f.intype or "",
+    LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages),
+    t.pipeline,
+  }, "|")
+end
+
+-- opts: profile, targets (list of names), hdims (list of pairs), layouts, deltas, kernels (glob), registry
+function M.run(opts)
+  local reg = opts.registry or targets.registry()
+  local pname = opts.profile or "default"
+  local prof = profiles.get(pname)
+  local tnames = opts.targets or { "cpu" }
+  local geoms = opts.hdims or prof.geometries
+  local want_layouts, want_deltas = set_of(opts.layouts), set_of(opts.deltas)
+  local result = { instances = {}, bundles = {}, rejected = {}, profile = pname }
+  local seen, seen_rej = {}, {}
+
+  local function add(c)
+    local ok, why = pcall(schema.check, c)
+    if not ok then error("internal: generated an invalid config: " .. why, 0) end
+    c.name = naming.encode(c)
+    if seen[c.name] then return seen[c.name] end            -- dedupe
+    local pass, reason = constraints.check(c)
+    if not pass then
+      if not seen_rej[c.name] then
+        seen_rej[c.name] = true
+        result.rejected[#result.rejected + 1] = { name = c.name, reason = reason }
+      end
+      return nil
+    end
+    c.resources = constraints.resources(c)
+    c.key = naming.functional_key(c)
+    seen[c.name] = c
+    result.instances[#result.instances + 1] = c
+    return c
+  end
+
+  for _, tname in ipairs(tnames) do
+    local tg = targets.lookup(reg, tname)
+    local qkv_fmts, grad_fmts = profiles.formats(prof, tg)
+    local fmt_list = {}
+    for _, f in ipairs(qkv_fmts) do fmt_list[#fmt_list + 1] = { f, grad_fmts } end
+    if prof.test_f32 and tg.backend == "cpu" then fmt_list[#fmt_list + 1] = { "f32", { "f32" }, test = true } end
+    for _, pipe in ipairs(tg.pipelines) do
+      -- quantizer: one per (format, head dim, input type)
+      local dims, dseen = {}, {}
+      for _, g in ipairs(geoms) do
+        for _, d in ipairs(g) do if not dseen[d] then dseen[d] = true; dims[#dims + 1] = d end end
+      end
+      table.sort(dims)
+      local qfmts, qseen = {}, {}
+      for _, fl in ipairs(fmt_list) do
+        if not fl.test then
+          for _, f in ipairs({ fl[1], table.unpack(fl[2]) }) do
+            if not qseen[f] then qseen[f] = true; qfmts[#qfmts + 1] = f end
+          end
+        end
+      end
+      -- the quantizer uses no matrix unit: one per target, under its preferred pipeline
+      for _, f in ipairs(pipe == tg.pipelines[1] and qfmts or {}) do
+        for _, d in ipairs(dims) do
+          for _, it in ipairs(prof.intypes) do
+            for _, sc in ipairs(prof.scales) do
+              for _, tile in ipairs(profiles.tiles(pname, pipe, "quant")) do
+                add(cfg("quant", tg, { fmt = f, hdim = d, intype = it, scale = sc }, tile, pipe))
+              end
+            end
+          end
+        end
+      end
+      -- attention bundles
+      for _, g in ipairs(geoms) do
+        local qk, v = g[1], g[2]
+        for _, fl in ipairs(fmt_list) do
+          local fmt, grads = fl[1], fl[2]
+          if not fl.test or (qk == 64 and v == 64) then
+            local layouts = qk ~= v and { "mla" } or prof.layouts
+            for _, layout in ipairs(layouts) do
+              if not want_layouts or want_layouts[layout] then
+                for _, causal in ipairs(prof.causal) do
+                  for _, sc in ipairs(prof.scales) do
+                    local base = { fmt = fmt, hdim_qk = qk, hdim_v = v, layout = layout, causal = causal, scale = sc }
+                    -- forwards: every tile, both variants
+                    local fwd_of = {}
+                    for _, variant in ipairs({ "std", "split" }) do
+                      for _, tile in ipairs(profiles.tiles(pname, pipe, "fwd")) do
+                        local f = schema.copy(base); f.variant = variant
+                        local c = add(cfg("fwd", tg, f, tile, pipe))
+                        fwd_of[variant] = fwd_of[variant] or c
+                      end
+                    end
+                    for _, gf in ipairs(grads) do
+                      for _, tile in ipairs(profiles.tiles(pname, pipe, "bwd")) do
+                        local bf = schema.copy(base); bf.fmt_grad = gf
+                        local bwd = add(cfg("bwd", tg, bf, tile, pipe))
+                        for _, mode in ipairs(prof.deltas) do
+                          if bwd and (not want_deltas or want_deltas[mode]) then
+                            local df = schema.copy(bf); df.delta = mode
+                            local delta = add(cfg("delta", tg, df, tile, pipe))
+                            local fwd = fwd_of[mode == "split" and "split" or "std"]
+                            if delta and fwd then
+                              result.bundles[#result.bundles + 1] = bundle.make(fwd, delta, bwd)
+                            end
+                          end
+                        end
+                      end
+                    end
+                  end
+                end
+              end
+            end
+          end
+        end
+      end
+    end
+  end
+
+  -- filters that act on names
+  if opts.kernels then
+    local keep, kept = {}, {}
+    for _, c in ipairs(result.instances) do
+      if naming.glob_matches(opts.kernels, c.name) then keep[#keep + 1] = c; kept[c.name] = true end
+    end
+    result.instances = keep
+    local bkeep = {}
+    for _, b in ipairs(result.bundles) do
+      if kept[b.fwd.name] and kept[b.delta.name] and kept[b.bwd.name] then bkeep[#bkeep + 1] = b end
+    end
+    result.bundles = bkeep
+  end
+  if #result.instances == 0 then
+    error(("no instance matches (profile %s, target %s%s%s)"):format(pname, table.concat(tnames, ","),
+      opts.hdim_text and (", hdim " .. opts.hdim_text) or "", opts.kernels and (", kernels " .. opts.kernels) or ""), 0)
+  end
+  table.sort(result.instances, function(a, b) return sort_key(a) < sort_key(b) end)
+  table.sort(result.bundles, function(a, b) return a.name < b.name end)
+  M.shadow_check(result.instances)
+  return result
+end
+
+return M

@@ -1,0 +1,126 @@
+-- `fa8 gen`: enumerate, expand each instance's template, write the descriptor table and manifest, and (for a
+-- user bundle) the support headers and build files that make the directory self-contained.
+local dir = require("pl.dir")
+local path = require("pl.path")
+local emit = require("fa8.emit")
+local outputs = require("fa8.outputs")
+local schema = require("fa8.schema")
+
+local M = {}
+
+-- backend -> source extension and the support files a bundle carries (relative to the fa8 root)
+M.backends = {
+  cpu = { ext = "c", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
+    "runtime/include/fa8_kernel_abi.h", "templates/cpu/fa8_cpu_tile.h" } },
+  cuda = { ext = "cu", support = {} },
+  hip = { ext = "hip", support = {} },
+}
+
+local function template_for(c)
+  return ("%s/%s.%s.tpl"):format(c.target.backend, c.functional.dir, M.backends[c.target.backend].ext)
+end
+
+function M.instance_file(c) return c.name .. "." .. M.backends[c.target.backend].ext end
+
+-- Values a template sees. Keep logic here, substitutions in templates.
+local function template_env(c)
+  local f, t = c.functional, c.tuning
+  return {
+    c = c, f = f, t = t, name = c.name,
+    FMT = "FA8_FMT_" .. f.fmt:upper(),
+    FMT_GRAD = "FA8_FMT_" .. (f.fmt_grad or f.fmt):upper(),
+    IS_F32 = f.fmt == "f32" and 1 or 0,
+    CAUSAL = f.causal and 1 or 0,
+    SPLIT = (f.variant == "split" or f.delta == "split") and 1 or 0,
+    PER_TENSOR = f.scale == "tensor" and 1 or 0,
+    DQK = f.hdim_qk or f.hdim, DV = f.hdim_v or f.hdim,
+    BM = t.block_m, BN = t.block_n,
+    -- preprocessor switches must be literals: enum constants read as 0 inside #if
+    MODE_STALE = f.delta == "stale" and 1 or 0, MODE_DOHAT = f.delta == "dohat" and 1 or 0,
+    MODE_MATCHED = f.delta == "matched" and 1 or 0, MODE_SPLIT = f.delta == "split" and 1 or 0,
+    INTYPE = f.intype and ("FA8_IN_" .. f.intype:upper()) or "-1",
+    -- P is cast to e4m3 under fixed power-of-two scales; quantization off (f32) leaves it uncast
+    P_FMT = f.fmt == "f32" and "FA8_FMT_F32" or "FA8_FMT_" .. schema.conventions.p_fmt:upper(),
+    P_SCALE = ("%d.0f"):format(1 << schema.conventions.p_scale_log2),
+    REM_SCALE = ("%d.0f"):format(1 << schema.conventions.rem_scale_log2),
+    OPND_BYTES = f.fmt == "f32" and 4 or 1,
+  }
+end
+
+function M.generator_hash(root)
+  local files = {}
+  for _, sub in ipairs({ "gen/fa8", "templates/cpu", "templates/cuda", "templates/hip", "templates/common" }) do
+    local d = root .. "/" .. sub
+    if path.isdir(d) then
+      for _, p in ipairs(dir.getfiles(d)) do files[#files + 1] = p end
+    end
+  end
+  table.sort(files)
+  local chunks = {}
+  for _, p in ipairs(files) do
+    chunks[#chunks + 1] = p:sub(#root + 2)
+    chunks[#chunks + 1] = emit.read_file(p) or ""
+  end
+  return outputs.fnv1a64(chunks)
+end
+
+-- opts: out, bundle_files (bool), depfile, command (string for the manifest), version
+function M.run(res, opts, meta)
+  local out = opts.out
+  if path.exists(out) and not path.isdir(out) then error(("--out %s: exists and is not a directory"):format(out), 0) end
+  if not path.isdir(out) then
+    local ok, err = dir.makepath(out)
+    if not ok then error(("--out %s: cannot create directory: %s"):format(out, tostring(err)), 0) end
+  end
+  local files = {}
+  local function put(name, content)
+    emit.write(out, name, content)
+    files[#files + 1] = name
+  end
+  -- fail early with a clear message when a backend has no templates yet
+  for _, c in ipairs(res.instances) do
+    local tpl = emit.root .. "/templates/" .. template_for(c)
+    if not path.isfile(tpl) then
+      error(("no template %s for %s: the %s backend's templates are not in this fa8 yet (`fa8 list` still enumerates its configs)")
+        :format("templates/" .. template_for(c), c.name, c.target.backend), 0)
+    end
+  end
+  put("fa8_desc.h", outputs.desc_header(meta))
+  put("fa8_instances.h", outputs.instances_header(meta, res))
+  put("fa8_instances.c", outputs.instances_table(meta, res))
+  for _, c in ipairs(res.instances) do
+    put(M.instance_file(c), emit.expand(template_for(c), template_env(c)))
+  end
+  local used = {}
+  for _, c in ipairs(res.instances) do used[c.target.backend] = true end
+  for _, be in ipairs({ "cpu", "cuda", "hip" }) do
+    if used[be] then
+      for _, s in ipairs(M.backends[be].support) do
+        if opts.bundle_files then put(path.basename(s), emit.read_file(emit.root .. "/" .. s))
+        else emit.add_dep(emit.root .. "/" .. s) end
+      end
+    end
+  end
+  if opts.bundle_files then
+    local sources = {}
+    for _, name in ipairs(files) do if name:match("%.c$") then sources[#sources + 1] = name end end
+    local env = { sources = sources, meta = meta, res = res, count = #res.instances }
+    put("README.md", emit.expand("bundle/README.md.tpl", env, { no_line = true }))
+    put("Makefile", emit.expand("bundle/Makefile.tpl", env, { no_line = true }))
+    put("meson.build", emit.expand("bundle/meson.build.tpl", env, { no_line = true }))
+  end
+  table.sort(files)
+  -- the manifest is written last and is the depfile's target: it changes whenever anything else does
+  put("manifest.json", outputs.manifest(meta, res, files))
+  if opts.depfile then emit.write_depfile(opts.depfile, out .. "/manifest.json") end
+  return files
+end
+
+-- Names of the files a run would write (for Meson's configure step), without writing anything.
+function M.list_outputs(res, bundle_files)
+  local names = { "manifest.json", "fa8_desc.h", "fa8_instances.h", "fa8_instances.c" }
+  for _, c in ipairs(res.instances) do names[#names + 1] = M.instance_file(c) end
+  return names
+end
+
+return M

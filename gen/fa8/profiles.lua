@@ -1,0 +1,88 @@
+-- Named profiles: which functional axes and which tiles get generated.
+--   minimal : one tile per (format, geometry) for CI, few geometries
+--   default : the shipping set, every head geometry
+--   tuning  : the autotuner's candidate set (several tiles per key; pruned by constraints before building)
+-- Tiles are {block_m, block_n, warps, stages} per (backend or pipeline, direction).
+local schema = require("fa8.schema")
+
+local M = {}
+
+local ALL_DELTAS = { "stale", "dohat", "matched", "split" }
+
+-- Tile lists keyed by pipeline, then direction. `cpu` uses the scalar pipeline.
+local tiles = {
+  default = {
+    scalar = { quant = { { 64, 64, 1, 1 } }, fwd = { { 64, 64, 1, 1 } }, bwd = { { 64, 64, 1, 1 } } },
+    mma    = { quant = { { 64, 64, 4, 1 } }, fwd = { { 64, 64, 4, 2 } },  bwd = { { 64, 64, 4, 2 } } },
+    wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2 } }, bwd = { { 128, 128, 12, 2 } } },
+    mfma   = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 64, 4, 1 } }, bwd = { { 64, 64, 2, 1 } } },
+  },
+  tuning = {
+    scalar = { quant = { { 64, 64, 1, 1 } },
+               fwd = { { 64, 64, 1, 1 }, { 64, 128, 1, 1 }, { 128, 64, 1, 1 }, { 128, 128, 1, 1 } },
+               bwd = { { 64, 64, 1, 1 }, { 64, 128, 1, 1 }, { 128, 64, 1, 1 }, { 128, 128, 1, 1 } } },
+    mma    = { quant = { { 64, 64, 4, 1 }, { 128, 64, 8, 1 } },
+               fwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 }, { 128, 64, 4, 2 } },
+               bwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 } } },
+    wgmma  = { quant = { { 64, 64, 4, 1 } },
+               fwd = { { 128, 128, 12, 2 }, { 128, 160, 12, 2 }, { 128, 224, 12, 2 }, { 192, 128, 16, 2 },
+                       { 192, 160, 16, 2 }, { 128, 256, 12, 2 }, { 128, 64, 12, 3 }, { 64, 128, 8, 2 } },
+               bwd = { { 64, 128, 8, 2 }, { 128, 128, 12, 2 }, { 128, 64, 12, 2 }, { 64, 64, 8, 2 } } },
+    mfma   = { quant = { { 64, 64, 4, 1 } },
+               fwd = { { 128, 64, 4, 1 }, { 128, 128, 4, 1 }, { 64, 64, 2, 1 } },
+               bwd = { { 64, 64, 2, 1 }, { 128, 64, 4, 1 } } },
+  },
+}
+tiles.minimal = tiles.default
+
+-- Functional axes per profile. Formats are per backend family: NVIDIA and the CPU speak OCP E4M3/E5M2,
+-- CDNA3 the FNUZ variants. The CPU also gets test-only "f32" (quantization off) instances for d64.
+local function fmts(backend)
+  if backend == "hip" then return { "e4m3fnuz" }, { "e4m3fnuz", "e5m2fnuz" } end
+  return { "e4m3" }, { "e4m3", "e5m2" }
+end
+
+M.defs = {
+  minimal = {
+    description = "CI: three geometries, one tile, E4M3 gradients",
+    geometries = { { 64, 64 }, { 128, 128 }, { 192, 128 } },
+    layouts = { "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "first",
+    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true,
+  },
+  default = {
+    description = "shipping set: every head geometry, E4M3 and E5M2 gradients",
+    geometries = schema.head_geometries,
+    layouts = { "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "all",
+    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true,
+  },
+  tuning = {
+    description = "autotuner candidates: several tiles per key, MHA-specialized instances too",
+    geometries = schema.head_geometries,
+    layouts = { "mha", "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "first",
+    intypes = { "bf16" }, scales = { "block" }, test_f32 = false,
+  },
+}
+M.order = { "minimal", "default", "tuning" }
+
+function M.get(name)
+  local p = M.defs[name]
+  if not p then
+    error(("unknown profile '%s' (known: %s)"):format(tostring(name), table.concat(M.order, ", ")), 0)
+  end
+  return p
+end
+
+function M.formats(profile, target)
+  local qkv, grads = fmts(target.backend)
+  if profile.grad_fmts == "first" then grads = { grads[1] } end
+  return qkv, grads
+end
+
+function M.tiles(profile_name, pipeline, dir)
+  local set = tiles[profile_name][pipeline]
+  if not set then return {} end
+  if dir == "delta" then dir = "bwd" end      -- the delta prep shares the backward's tile (bundle rule)
+  return set[dir] or {}
+end
+
+return M

@@ -1,0 +1,123 @@
+-- The kernel config model: one record per kernel instance, split into four parts.
+--   functional  : what is computed (changing it changes the answer's meaning)
+--   tuning      : how it is computed (changing it may change FP32 rounding, never the meaning)
+--   target      : where it runs (a target entry from targets.lua or a user file)
+--   constraints : derived resource figures, checked by named predicates (constraints.lua)
+-- Everything else (names, C descriptors, manifests, the runtime's dispatch) is derived from these records.
+local M = {}
+
+-- Enumerations. `c` is the C enumerator the generated header asserts against runtime/include/fa8_types.h,
+-- so Lua and C can never drift apart silently.
+M.enums = {
+  dir      = { values = { "quant", "fwd", "delta", "bwd" }, c = "FA8_DIR_" },
+  fmt      = { values = { "e4m3", "e5m2", "e4m3fnuz", "e5m2fnuz", "f32" }, c = "FA8_FMT_" },
+  layout   = { values = { "mha", "gqa", "mqa", "mla" }, c = "FA8_LAYOUT_" },
+  delta    = { values = { "stale", "dohat", "matched", "split" }, c = "FA8_DELTA_" },
+  variant  = { values = { "std", "split" }, c = "FA8_FWD_" },           -- forward flavour
+  scale    = { values = { "block", "tensor" }, c = "FA8_SCALE_" },
+  intype   = { values = { "f32", "bf16" }, c = "FA8_IN_" },             -- quantizer input dtype
+  backend  = { values = { "cpu", "cuda", "hip" }, c = "FA8_BACKEND_" },
+  pipeline = { values = { "scalar", "mma", "wgmma", "mfma" }, c = "FA8_PIPE_" },
+  lse      = { values = { "ln_scaled" }, c = "FA8_LSE_" },
+}
+
+function M.enum_index(enum, value)
+  for i, v in ipairs(M.enums[enum].values) do
+    if v == value then return i - 1 end
+  end
+  return nil
+end
+
+-- Formats that can be stored in a byte. "f32" is a CPU-only, test-only pseudo-format: quantization off.
+M.fp8_formats = { e4m3 = true, e5m2 = true, e4m3fnuz = true, e5m2fnuz = true }
+
+-- Head geometries every backend must support (qk x v); MLA is the one with qk ~= v.
+M.head_geometries = { { 64, 64 }, { 96, 96 }, { 128, 128 }, { 192, 192 }, { 256, 256 }, { 192, 128 } }
+
+-- Which functional fields each direction uses. Fields a direction does not use are absent from its record
+-- (dedupe and naming rely on that).
+M.functional_fields = {
+  quant = { "dir", "fmt", "hdim", "intype", "scale" },
+  fwd   = { "dir", "fmt", "hdim_qk", "hdim_v", "layout", "causal", "variant", "scale" },
+  delta = { "dir", "fmt", "fmt_grad", "hdim_qk", "hdim_v", "layout", "causal", "delta", "scale" },
+  bwd   = { "dir", "fmt", "fmt_grad", "hdim_qk", "hdim_v", "layout", "causal", "scale" },
+}
+M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline" }
+
+-- Fixed numerics conventions a forward produces and a backward bundle consumes (docs/numerics.md).
+-- A bundle whose parts disagree on any of these is refused by bundle.lua.
+M.conventions = {
+  lse = "ln_scaled",        -- LSE = log sum exp(c * q.k), natural log
+  p_scale_log2 = 8,         -- P is cast as e4m3(P * 2^8)
+  rem_scale_log2 = 12,      -- split: remainder cast as e4m3((P - P^) * 2^12)
+  p_fmt = "e4m3",
+}
+
+local function fail(where, msg) error(("%s: %s"):format(where, msg), 0) end
+
+local function check_enum(where, enum, v)
+  if M.enum_index(enum, v) == nil then
+    fail(where, ("%s '%s' is not one of %s"):format(enum, tostring(v), table.concat(M.enums[enum].values, ", ")))
+  end
+end
+
+local function check_posint(where, field, v)
+  if math.type(v) ~= "integer" or v <= 0 then
+    fail(where, ("%s must be a positive integer, got %s"):format(field, tostring(v)))
+  end
+end
+
+-- Validate one config record {functional=, tuning=, target=}. Raises a message naming the bad field.
+function M.check(cfg, where)
+  where = where or "config"
+  local f, t = cfg.functional, cfg.tuning
+  if type(f) ~= "table" or type(t) ~= "table" or type(cfg.target) ~= "table" then
+    fail(where, "a config needs functional, tuning and target tables")
+  end
+  check_enum(where, "dir", f.dir)
+  local allowed = {}
+  for _, k in ipairs(M.functional_fields[f.dir]) do allowed[k] = true end
+  for k in pairs(f) do
+    if not allowed[k] then fail(where, ("field '%s' does not belong to a %s config"):format(k, f.dir)) end
+  end
+  for k in pairs(allowed) do
+    if f[k] == nil then fail(where, ("%s config lacks field '%s'"):format(f.dir, k)) end
+  end
+  check_enum(where, "fmt", f.fmt)
+  if f.fmt_grad then check_enum(where, "fmt", f.fmt_grad) end
+  check_enum(where, "scale", f.scale)
+  if f.dir == "quant" then
+    check_posint(where, "hdim", f.hdim)
+    check_enum(where, "intype", f.intype)
+  else
+    check_posint(where, "hdim_qk", f.hdim_qk)
+    check_posint(where, "hdim_v", f.hdim_v)
+    check_enum(where, "layout", f.layout)
+    if type(f.causal) ~= "boolean" then fail(where, "causal must be true or false") end
+    if (f.layout == "mla") ~= (f.hdim_qk ~= f.hdim_v) then
+      fail(where, ("layout '%s' with hdim %dx%d: MLA is exactly the case hdim_qk ~= hdim_v")
+        :format(f.layout, f.hdim_qk, f.hdim_v))
+    end
+  end
+  if f.variant then check_enum(where, "variant", f.variant) end
+  if f.delta then check_enum(where, "delta", f.delta) end
+  for _, k in ipairs(M.tuning_fields) do
+    if t[k] == nil then fail(where, ("tuning lacks field '%s'"):format(k)) end
+  end
+  check_posint(where, "block_m", t.block_m)
+  check_posint(where, "block_n", t.block_n)
+  check_posint(where, "warps", t.warps)
+  check_posint(where, "stages", t.stages)
+  check_enum(where, "pipeline", t.pipeline)
+  return cfg
+end
+
+-- Deep copy of plain tables (configs are small trees of strings, numbers, booleans).
+function M.copy(x)
+  if type(x) ~= "table" then return x end
+  local y = {}
+  for k, v in pairs(x) do y[k] = M.copy(v) end
+  return y
+end
+
+return M

@@ -1,0 +1,39 @@
+/* Runtime internals shared by the API, validation, dispatch and backends. */
+#ifndef FA8_INTERNAL_H
+#define FA8_INTERNAL_H
+
+#include "fa8.h"
+#include "fa8_instances.h"
+
+/* Record a detailed message (printf-style) for fa8_last_error() and return s. */
+fa8_status fa8__fail(fa8_status s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+void fa8__clear_error(void);
+
+#define FA8_TRY(expr) do { fa8_status fa8__s = (expr); if (fa8__s != FA8_OK) return fa8__s; } while (0)
+
+/* validate.c */
+fa8_status fa8__check_problem(const fa8_problem *p);
+fa8_status fa8__check_seq_tensor(const char *name, const fa8_tensor *t, int nd_dtypes, const fa8_dtype *dtypes,
+                                 int64_t B, int64_t S, int64_t H, int64_t D);
+fa8_status fa8__check_row_tensor(const char *name, const fa8_tensor *t, int64_t B, int64_t H, int64_t S);
+fa8_status fa8__check_qtensor(const char *name, const fa8_qtensor *q, fa8_fmt fmt, int64_t B, int64_t S, int64_t H,
+                              int64_t D);
+int64_t fa8__nblocks(int64_t S, int32_t scale_rows);
+
+/* dispatch.c */
+typedef struct {
+  const fa8_kernel_desc *fwd, *delta, *bwd;
+} fa8__plan;
+fa8_status fa8__plan_attention(const fa8_problem *p, const int32_t rows[4], fa8__plan *out);
+fa8_status fa8__require(const fa8_problem *p, const int32_t rows[4], fa8_dir dir, const fa8_kernel_desc *d);
+const fa8_kernel_desc *fa8__find_quant(fa8_backend be, fa8_fmt fmt, int32_t hdim, fa8_intype in, fa8_status *st);
+
+/* backends */
+fa8_status fa8__cpu_run(const fa8_kernel_desc *d, const void *args, int32_t num_threads);
+int32_t fa8__cpu_threads(int32_t requested);
+
+#endif
