@@ -124,7 +124,8 @@ fa8_status fa8_backward_workspace(const fa8_problem *p, size_t *bytes);
 fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *workspace, size_t workspace_bytes,
                         void *stream);
 
-/* Names of the instances a problem dispatches to (for logs and tests); NULL where none fits. */
+/* Names of the instances a problem dispatches to (for logs and tests); FA8_ERR_UNSUPPORTED when one of the
+ * forward, delta prep or backward has no fitting instance (fa8_last_error says which and why). */
 typedef struct { const char *fwd, *delta, *bwd; } fa8_dispatch_names;
 fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out);
 

@@ -284,6 +284,9 @@ fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out) {
   const int32_t rows[4] = { 0, 0, 0, 0 };
   fa8__plan plan;
   FA8_TRY(fa8__plan_attention(p, rows, &plan));
+  FA8_TRY(fa8__require(p, rows, FA8_DIR_FWD, plan.fwd));
+  FA8_TRY(fa8__require(p, rows, FA8_DIR_BWD, plan.bwd));
+  FA8_TRY(fa8__require(p, rows, FA8_DIR_DELTA, plan.delta));
   out->fwd = plan.fwd ? plan.fwd->name : NULL;
   out->delta = plan.delta ? plan.delta->name : NULL;
   out->bwd = plan.bwd ? plan.bwd->name : NULL;

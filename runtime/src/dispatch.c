@@ -59,7 +59,7 @@ static fa8_status no_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4
                      p->causal ? "causal" : "full", fa8_fmt_name(p->fmt_qkv), fa8_fmt_name(p->fmt_grad), (int)p->delta,
                      near, why);
   return fa8__fail(FA8_ERR_UNSUPPORTED, "no %s instance for head dims %dx%d on this backend in this build "
-                   "(generate them with fa8 gen --hdim %dx%d)", dir_name(dir), p->hdim_qk, p->hdim_v, p->hdim_qk, p->hdim_v);
+                   "(configure with -Dhdim=%dx%d, or embed a bundle from fa8 gen --hdim %dx%d)", dir_name(dir), p->hdim_qk, p->hdim_v, p->hdim_qk, p->hdim_v, p->hdim_qk, p->hdim_v);
 }
 
 static const fa8_kernel_desc *first_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {

@@ -1,0 +1,186 @@
+/* `fa8 run --in DIR --out DIR` end to end: its outputs equal a direct library call on the same inputs, and
+ * every malformed input is refused with a message naming the file and the problem. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+#include "npy.h"
+
+static char dir_in[256], dir_out[256];
+
+static void make_dirs(void) {
+  snprintf(dir_in, sizeof dir_in, "/tmp/fa8_run_in_XXXXXX");
+  snprintf(dir_out, sizeof dir_out, "/tmp/fa8_run_out_XXXXXX");
+  cr_assert(mkdtemp(dir_in) && mkdtemp(dir_out));
+}
+
+static void remove_dirs(void) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", dir_in, dir_out);
+  cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(run, .init = make_dirs, .fini = remove_dirs, .timeout = 120);
+
+static void put(const char *name, int64_t b, int64_t s, int64_t h, int64_t d, const float *x) {
+  char path[512], err[256];
+  const int64_t shape[4] = { b, s, h, d };
+  snprintf(path, sizeof path, "%s/%s", dir_in, name);
+  cr_assert_eq(npy_write_f32(path, 4, shape, x, err, sizeof err), 0, "%s", err);
+}
+
+/* Runs fa8 with arguments; returns the exit status and the combined output in out. */
+static int fa8(char *out, size_t n, const char *args) {
+  const char *exe = getenv("FA8_EXE");
+  cr_assert(exe, "FA8_EXE is not set (run through meson test)");
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "'%s' run %s 2>&1", exe, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p);
+  size_t len = fread(out, 1, n - 1, p);
+  out[len] = '\0';
+  const int st = pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void write_problem(h_data *d) {
+  const fa8_problem *p = &d->cfg.p;
+  put("q.npy", p->batch, p->seqlen_q, p->heads, p->hdim_qk, d->q);
+  put("k.npy", p->batch, p->seqlen_k, p->kv_heads, p->hdim_qk, d->k);
+  put("v.npy", p->batch, p->seqlen_k, p->kv_heads, p->hdim_v, d->v);
+  put("do.npy", p->batch, p->seqlen_q, p->heads, p->hdim_v, d->dout);
+}
+
+static void setup_problem(h_data *d, int causal) {
+  h_config c;
+  memset(&c, 0, sizeof c);
+  fa8_problem_init(&c.p);
+  c.p.batch = 2; c.p.seqlen_q = 70; c.p.seqlen_k = 90; c.p.heads = 4; c.p.kv_heads = 2;
+  c.p.hdim_qk = c.p.hdim_v = 64; c.p.causal = causal;
+  c.scale_rows = 128;
+  cr_assert_eq(h_alloc(d, &c), 0);
+  h_inputs in;
+  h_inputs_default(&in);
+  in.seed = 77;
+  h_fill(d, &in);
+}
+
+static void expect_same(const char *name, const float *want, int64_t n) {
+  char path[512], err[256];
+  snprintf(path, sizeof path, "%s/%s", dir_out, name);
+  npy_array a;
+  cr_assert_eq(npy_read(path, &a, err, sizeof err), 0, "%s", err);
+  cr_assert_eq(a.count, n, "%s: %lld elements, expected %lld", name, (long long)a.count, (long long)n);
+  for (int64_t i = 0; i < n; ++i)
+    cr_assert(a.data[i] == want[i] || (isinf(a.data[i]) && isinf(want[i])), "%s[%lld] = %g, library gives %g", name,
+              (long long)i, (double)a.data[i], (double)want[i]);
+  npy_free(&a);
+}
+
+Test(run, outputs_equal_library_call) {
+  for (int causal = 0; causal < 2; ++causal) {
+    h_data d;
+    setup_problem(&d, causal);
+    write_problem(&d);
+    char out[4096], args[1024];
+    snprintf(args, sizeof args, "--in '%s' --out '%s' --delta matched --threads 2%s", dir_in, dir_out, causal ? " --causal" : "");
+    cr_assert_eq(fa8(out, sizeof out, args), 0, "fa8 run failed: %s", out);
+    d.cfg.p.causal = causal;
+    cr_assert_eq(h_quantize(&d), FA8_OK);
+    cr_assert_eq(h_run(&d, FA8_DELTA_MATCHED), FA8_OK, "%s", fa8_last_error());
+    expect_same("o.npy", d.o32, d.no);
+    expect_same("lse.npy", d.lse, d.nrow);
+    expect_same("delta.npy", d.delta, d.nrow);
+    expect_same("dq.npy", d.dq, d.nq);
+    expect_same("dk.npy", d.dk, d.nk);
+    expect_same("dv.npy", d.dv, d.nv);
+    char path[512];
+    snprintf(path, sizeof path, "%s/stats.json", dir_out);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "stats.json missing");
+    char buf[2048] = { 0 };
+    cr_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
+    fclose(f);
+    cr_assert(strstr(buf, "\"rowsum_pre_ra_max\"") && strstr(buf, "\"delta\": \"matched\""), "stats.json: %s", buf);
+    h_free(&d);
+  }
+}
+
+/* every refusal: exit status 2 (bad input) and a message naming the file and the problem */
+static void expect_refusal(const char *extra, const char *needle1, const char *needle2) {
+  char out[4096], args[1024];
+  snprintf(args, sizeof args, "--in '%s' --out '%s' %s", dir_in, dir_out, extra);
+  const int rc = fa8(out, sizeof out, args);
+  cr_assert_eq(rc, 2, "expected exit 2 for [%s], got %d: %s", extra, rc, out);
+  cr_assert(strstr(out, needle1), "message lacks '%s': %s", needle1, out);
+  if (needle2) cr_assert(strstr(out, needle2), "message lacks '%s': %s", needle2, out);
+}
+
+Test(run, refuses_malformed_inputs) {
+  h_data d;
+  setup_problem(&d, 0);
+  expect_refusal("", "q.npy", "cannot open");                             /* nothing written yet */
+  write_problem(&d);
+  put("k.npy", 3, 90, 2, 64, d.k);                                         /* batch 3 vs 2 */
+  expect_refusal("", "batch mismatch", "k.npy");
+  put("k.npy", 2, 90, 3, 64, d.k);                                         /* kv heads 3 vs v's 2 */
+  expect_refusal("", "kv_heads mismatch", "v.npy");
+  put("k.npy", 2, 90, 2, 64, d.k);
+  put("v.npy", 2, 90, 2, 64, d.v);
+  put("q.npy", 2, 70, 3, 64, d.q);                                         /* 3 heads vs do's 4 */
+  expect_refusal("", "heads mismatch", "do.npy");
+  put("q.npy", 2, 70, 3, 64, d.q);
+  put("do.npy", 2, 70, 3, 64, d.dout);
+  expect_refusal("", "not a multiple", "kv heads");                        /* 3 % 2 */
+  write_problem(&d);
+  d.q[5] = NAN;
+  put("q.npy", 2, 70, 4, 64, d.q);
+  expect_refusal("", "q.npy", "non-finite");
+  d.q[5] = 0.5f;
+  write_problem(&d);
+  {
+    char path[512], err[256];
+    const int64_t shape[3] = { 2, 70, 256 };
+    snprintf(path, sizeof path, "%s/q.npy", dir_in);
+    cr_assert_eq(npy_write_f32(path, 3, shape, d.q, err, sizeof err), 0);
+  }
+  expect_refusal("", "q.npy", "4 dimensions");
+  write_problem(&d);
+  {
+    char path[512];
+    snprintf(path, sizeof path, "%s/v.npy", dir_in);
+    FILE *f = fopen(path, "wb");
+    fputs("not an npy file", f);
+    fclose(f);
+  }
+  expect_refusal("", "v.npy", NULL);
+  write_problem(&d);
+  expect_refusal("--delta fresh", "--delta", "fresh");
+  expect_refusal("--grad-fmt e3m4", "--grad-fmt", "e3m4");
+  expect_refusal("--backend tpu", "--backend", "tpu");
+  expect_refusal("--scale-rows -1", "--scale-rows", "-1");
+  expect_refusal("--bogus", "unknown option", "--bogus");
+  h_free(&d);
+}
+
+Test(run, refuses_unsupported_geometry) {
+  h_config c;
+  memset(&c, 0, sizeof c);
+  fa8_problem_init(&c.p);
+  c.p.seqlen_q = c.p.seqlen_k = 8; c.p.hdim_qk = c.p.hdim_v = 80;   /* no d80 instance is generated */
+  h_data d;
+  cr_assert_eq(h_alloc(&d, &c), 0);
+  write_problem(&d);
+  expect_refusal("", "80", NULL);
+  h_free(&d);
+}
+
+Test(run, requires_directories) {
+  char out[4096];
+  cr_assert_eq(fa8(out, sizeof out, "--in /tmp"), 2);
+  cr_assert(strstr(out, "--out"), "%s", out);
+}
