@@ -53,6 +53,13 @@ function M.resources(cfg)
   return r
 end
 
+-- Head dims a config uses. (Not `{ f.hdim, f.hdim_qk, f.hdim_v }`: ipairs stops at the first nil, which for
+-- attention configs is f.hdim, so their head dims would never be checked.)
+local function head_dims(f)
+  if f.dir == "quant" then return { f.hdim } end
+  return { f.hdim_qk, f.hdim_v }
+end
+
 -- Named predicates. Order matters only for the first reason reported.
 M.predicates = {
   { name = "pipeline_on_target", fn = function(cfg)
@@ -69,8 +76,7 @@ M.predicates = {
       return true
     end },
   { name = "hdim_limits", fn = function(cfg)
-      local f = cfg.functional
-      for _, d in ipairs({ f.hdim, f.hdim_qk, f.hdim_v }) do
+      for _, d in ipairs(head_dims(cfg.functional)) do
         if d % 16 ~= 0 then return false, ("head dim %d is not a multiple of 16"):format(d) end
         if d > 256 then return false, ("head dim %d exceeds 256"):format(d) end
       end
@@ -78,8 +84,7 @@ M.predicates = {
     end },
   { name = "hdim_divides_mma_k", fn = function(cfg)
       local k = cfg.target.mma[cfg.tuning.pipeline].k
-      local f = cfg.functional
-      for _, d in ipairs({ f.hdim, f.hdim_qk, f.hdim_v }) do
+      for _, d in ipairs(head_dims(cfg.functional)) do
         if d % k ~= 0 then return false, ("head dim %d is not a multiple of the MMA K=%d"):format(d, k) end
       end
       return true

@@ -203,6 +203,7 @@ function M.run(opts)
     end
   end
 
+  local emitted = #result.instances      -- before the name filter
   -- filters that act on names
   if opts.kernels then
     local keep, kept = {}, {}
@@ -217,8 +218,15 @@ function M.run(opts)
     result.bundles = bkeep
   end
   if #result.instances == 0 then
-    error(("no instance matches (profile %s, target %s%s%s)"):format(pname, table.concat(tnames, ","),
-      opts.hdim_text and (", hdim " .. opts.hdim_text) or "", opts.kernels and (", kernels " .. opts.kernels) or ""), 0)
+    -- when the constraints pruned everything, say why (`fa8 list --rejected` cannot: it fails here too)
+    local why = ""
+    if emitted == 0 and #result.rejected > 0 then
+      local r = result.rejected[1]
+      why = ("; %d config(s) rejected by the constraints, e.g. %s: %s"):format(#result.rejected, r.name, r.reason)
+    end
+    error(("no instance matches (profile %s, target %s%s%s)%s"):format(pname, table.concat(tnames, ","),
+      opts.hdim_text and (", hdim " .. opts.hdim_text) or "", opts.kernels and (", kernels " .. opts.kernels) or "",
+      why), 0)
   end
   table.sort(result.instances, function(a, b) return sort_key(a) < sort_key(b) end)
   table.sort(result.bundles, function(a, b) return a.name < b.name end)

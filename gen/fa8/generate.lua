@@ -67,6 +67,15 @@ end
 -- opts: out, bundle_files (bool), depfile, command (string for the manifest), version
 function M.run(res, opts, meta)
   local out = opts.out
+  -- fail early with a clear message when a backend has no templates yet (before --out is created, so a
+  -- refused run leaves nothing behind)
+  for _, c in ipairs(res.instances) do
+    local tpl = emit.root .. "/templates/" .. template_for(c)
+    if not path.isfile(tpl) then
+      error(("no template %s for %s: the %s backend's templates are not in this fa8 yet (`fa8 list` still enumerates its configs)")
+        :format("templates/" .. template_for(c), c.name, c.target.backend), 0)
+    end
+  end
   if path.exists(out) and not path.isdir(out) then error(("--out %s: exists and is not a directory"):format(out), 0) end
   if not path.isdir(out) then
     local ok, err = dir.makepath(out)
@@ -76,14 +85,6 @@ function M.run(res, opts, meta)
   local function put(name, content)
     emit.write(out, name, content)
     files[#files + 1] = name
-  end
-  -- fail early with a clear message when a backend has no templates yet
-  for _, c in ipairs(res.instances) do
-    local tpl = emit.root .. "/templates/" .. template_for(c)
-    if not path.isfile(tpl) then
-      error(("no template %s for %s: the %s backend's templates are not in this fa8 yet (`fa8 list` still enumerates its configs)")
-        :format("templates/" .. template_for(c), c.name, c.target.backend), 0)
-    end
   end
   put("fa8_desc.h", outputs.desc_header(meta))
   put("fa8_instances.h", outputs.instances_header(meta, res))

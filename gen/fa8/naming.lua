@@ -106,6 +106,17 @@ function M.decode(name, reg)
   if peek() then
     t.pipeline = take("pipeline")
     if t.pipeline == target.pipelines[1] then bad(name, "the default pipeline is never spelled out") end
+    if schema.enum_index("pipeline", t.pipeline) == nil then
+      bad(name, ("unexpected token '%s' after w<W>s<S> (only a pipeline may follow: %s)"):format(t.pipeline,
+        table.concat(schema.enums.pipeline.values, ", ")))
+    end
+    -- a pipeline the target lacks names no instance (encode would print it, enumeration never makes it)
+    local known = false
+    for _, p in ipairs(target.pipelines) do if p == t.pipeline then known = true end end
+    if not known then
+      bad(name, ("pipeline '%s' is not available on target %s (pipelines: %s)"):format(t.pipeline, target.name,
+        table.concat(target.pipelines, ", ")))
+    end
   end
   if peek() then bad(name, ("unexpected trailing token '%s'"):format(peek())) end
   local cfg = { functional = f, tuning = t, target = target }

@@ -1,5 +1,7 @@
 -- Targets are data: one entry per GPU (or the CPU). A user adds a GPU by writing a Lua file that returns one
 -- entry or a list of entries with these fields and passing it to `fa8 gen --targets-file FILE`.
+local schema = require("fa8.schema")
+
 local M = {}
 
 -- Field schema of a target entry: name -> {type, required, description}.
@@ -71,8 +73,12 @@ function M.validate(t, src)
   for k in pairs(t) do
     if not M.fields[k] then fail(where, ("unknown field '%s'"):format(tostring(k))) end
   end
-  for k, spec in pairs(M.fields) do
-    local v = t[k]
+  -- sorted, so an entry missing several fields always reports the same one
+  local names = {}
+  for k in pairs(M.fields) do names[#names + 1] = k end
+  table.sort(names)
+  for _, k in ipairs(names) do
+    local spec, v = M.fields[k], t[k]
     if v == nil then
       if spec[2] then fail(where, ("missing field '%s' (%s)"):format(k, spec[3])) end
     elseif type(v) ~= spec[1] then
@@ -90,8 +96,22 @@ function M.validate(t, src)
       fail(where, ("field '%s' must be a positive integer, got %s"):format(k, tostring(t[k])))
     end
   end
+  -- formats and pipelines must be values the config model knows, or every config built from them is
+  -- invalid (unknown pipelines have no tiles, so enumeration would only say "no instance matches")
+  for _, k in ipairs({ "fp8", "fp8_emulated" }) do
+    for _, f in ipairs(t[k] or {}) do
+      if schema.enum_index("fmt", f) == nil then
+        fail(where, ("field '%s': format '%s' is not one of %s"):format(k, tostring(f),
+          table.concat(schema.enums.fmt.values, ", ")))
+      end
+    end
+  end
   if #t.pipelines == 0 then fail(where, "pipelines is empty") end
   for _, p in ipairs(t.pipelines) do
+    if schema.enum_index("pipeline", p) == nil then
+      fail(where, ("field 'pipelines': pipeline '%s' is not one of %s"):format(tostring(p),
+        table.concat(schema.enums.pipeline.values, ", ")))
+    end
     local shape = t.mma[p]
     if type(shape) ~= "table" or math.type(shape.m) ~= "integer" or math.type(shape.n) ~= "integer"
         or math.type(shape.k) ~= "integer" then
@@ -121,7 +141,9 @@ function M.registry(user_files)
     local ok, res = pcall(chunk)
     if not ok then fail(path, "error while reading targets file: " .. tostring(res)) end
     if type(res) ~= "table" then fail(path, "a targets file must return a target entry or a list of them") end
-    if res.name then res = { res } end
+    -- one entry or a list: a table with no array part is one entry (so an entry lacking `name` is
+    -- reported as such instead of being read as an empty list and silently ignored)
+    if res.name ~= nil or res[1] == nil then res = { res } end
     for _, t in ipairs(res) do add(t, path) end
   end
   return reg

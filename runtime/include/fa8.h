@@ -36,7 +36,8 @@ typedef enum {
 
 /* A short generic message for a status. */
 const char *fa8_status_string(fa8_status s);
-/* The detailed message of the last failing call in this thread (names the argument and its value). */
+/* The detailed message of the most recent fa8 call in this thread (names the argument and its value);
+ * empty when that call succeeded. */
 const char *fa8_last_error(void);
 
 typedef enum { FA8_DTYPE_F32 = 0, FA8_DTYPE_BF16 = 1, FA8_DTYPE_FP8 = 2 } fa8_dtype;

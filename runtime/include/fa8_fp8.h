@@ -205,7 +205,8 @@ FA8_HD static inline uint8_t fa8_encode(fa8_fmt f, float x) {
 
 /* Quantization scale of a block from its amax (docs/numerics.md): amax / fmt_max, optionally rounded up to
  * a power of two (so descaling is exact and amax / scale <= fmt_max still holds); an all-zero block gets 1;
- * a non-finite amax gives NaN (the runtime reports such blocks). Shared by every backend's quantizer. */
+ * a non-finite amax gives NaN (the runtime reports such blocks); scales never go below 2^-126, so 1/scale is
+ * finite. Shared by every backend's quantizer. */
 FA8_HD static inline float fa8_scale_from_amax(float amax, fa8_fmt f, int pow2) {
     if (!(amax == amax) || fa8__bits(amax) == 0x7F800000u) return fa8__float(0x7FC00000u);
     if (amax == 0.0f) return 1.0f;
@@ -218,7 +219,8 @@ FA8_HD static inline float fa8_scale_from_amax(float amax, fa8_fmt f, int pow2) 
         }
         s = fa8__float(u);
     }
-    return s;
+    /* tiny blocks: keep 1/scale finite (2^-126 is the smallest normal, a power of two) */
+    return s < 0x1p-126f ? 0x1p-126f : s;
 }
 
 /* ---- BF16 ----------------------------------------------------------------------------------- */

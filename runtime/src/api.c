@@ -49,6 +49,7 @@ static float softmax_scale(const fa8_problem *p) {
 }
 
 static fa8_status backend_ok(fa8_backend be) {
+  if ((int)be < 0 || be > FA8_BACKEND_HIP) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "backend (%d) is not a valid fa8_backend", (int)be);
   if (be != FA8_BACKEND_CPU)
     return fa8__fail(FA8_ERR_UNSUPPORTED, "backend %s is not built into this fa8 (the CPU backend is)",
                      be == FA8_BACKEND_CUDA ? "cuda" : "hip");
@@ -69,6 +70,7 @@ fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qte
     return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "fmt (%d) is not an FP8 format", (int)p->fmt);
   if (p->scale_rows < 0)
     return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "scale_rows (%d) must be >= 0 (0: per-tensor)", p->scale_rows);
+  if (p->num_threads < 0) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "num_threads (%d) must be >= 0", p->num_threads);
   FA8_TRY(backend_ok(p->backend));
   const fa8_dtype in_types[2] = { FA8_DTYPE_F32, FA8_DTYPE_BF16 };
   FA8_TRY(fa8__check_seq_tensor("x", x, 2, in_types, p->batch, p->seqlen, p->heads, p->hdim));
@@ -134,6 +136,7 @@ static fa8_status check_qkv(const fa8_problem *p, const fa8_qtensor *q, const fa
 fa8_status fa8_forward_workspace(const fa8_problem *p, size_t *bytes) {
   fa8__clear_error();
   FA8_TRY(fa8__check_problem(p));
+  FA8_TRY(backend_ok(p->backend));
   if (!bytes) return fa8__fail(FA8_ERR_NULL_POINTER, "bytes is NULL");
   *bytes = 0;
   return FA8_OK;
@@ -149,8 +152,10 @@ fa8_status fa8_forward(const fa8_problem *p, const fa8_fwd_tensors *t, void *wor
   FA8_TRY(check_qkv(p, &t->q, &t->k, &t->v));
   FA8_TRY(fa8__check_seq_tensor("o", &t->o, 1, BF16, p->batch, p->seqlen_q, p->heads, p->hdim_v));
   if (t->o_f32.data) FA8_TRY(fa8__check_seq_tensor("o_f32", &t->o_f32, 1, F32, p->batch, p->seqlen_q, p->heads, p->hdim_v));
-  if (p->delta == FA8_DELTA_SPLIT)
-    FA8_TRY(fa8__check_seq_tensor("o_rem (required for delta mode split)", &t->o_rem, 1, BF16, p->batch, p->seqlen_q, p->heads, p->hdim_v));
+  if (p->delta == FA8_DELTA_SPLIT) {
+    if (!t->o_rem.data) return fa8__fail(FA8_ERR_NULL_POINTER, "o_rem.data is NULL: delta mode split writes the output's BF16 remainder there");
+    FA8_TRY(fa8__check_seq_tensor("o_rem", &t->o_rem, 1, BF16, p->batch, p->seqlen_q, p->heads, p->hdim_v));
+  }
   FA8_TRY(fa8__check_row_tensor("lse", &t->lse, p->batch, p->heads, p->seqlen_q));
   const int32_t rows[4] = { t->q.scale_rows, t->k.scale_rows, t->v.scale_rows, 0 };
   fa8__plan plan;
@@ -181,6 +186,7 @@ static size_t stats_bytes(const fa8_problem *p) {
 fa8_status fa8_backward_workspace(const fa8_problem *p, size_t *bytes) {
   fa8__clear_error();
   FA8_TRY(fa8__check_problem(p));
+  FA8_TRY(backend_ok(p->backend));
   if (!bytes) return fa8__fail(FA8_ERR_NULL_POINTER, "bytes is NULL");
   *bytes = stats_bytes(p);
   return FA8_OK;
@@ -215,11 +221,15 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
   const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, H = p->heads, Hkv = p->kv_heads;
   FA8_TRY(check_qkv(p, &t->q, &t->k, &t->v));
   FA8_TRY(fa8__check_qtensor("dout_q", &t->dout_q, p->fmt_grad, B, Sq, H, p->hdim_v));
-  if (p->delta == FA8_DELTA_STALE)
-    FA8_TRY(fa8__check_seq_tensor("dout (required for delta mode stale)", &t->dout, 2, IN, B, Sq, H, p->hdim_v));
+  if (p->delta == FA8_DELTA_STALE) {
+    if (!t->dout.data) return fa8__fail(FA8_ERR_NULL_POINTER, "dout.data is NULL: delta mode stale reads dO before its FP8 cast");
+    FA8_TRY(fa8__check_seq_tensor("dout", &t->dout, 2, IN, B, Sq, H, p->hdim_v));
+  }
   FA8_TRY(fa8__check_seq_tensor("o", &t->o, 1, BF16, B, Sq, H, p->hdim_v));
-  if (p->delta == FA8_DELTA_SPLIT)
-    FA8_TRY(fa8__check_seq_tensor("o_rem (required for delta mode split)", &t->o_rem, 1, BF16, B, Sq, H, p->hdim_v));
+  if (p->delta == FA8_DELTA_SPLIT) {
+    if (!t->o_rem.data) return fa8__fail(FA8_ERR_NULL_POINTER, "o_rem.data is NULL: delta mode split reads the forward's BF16 remainder");
+    FA8_TRY(fa8__check_seq_tensor("o_rem", &t->o_rem, 1, BF16, B, Sq, H, p->hdim_v));
+  }
   FA8_TRY(fa8__check_row_tensor("lse", &t->lse, B, H, Sq));
   FA8_TRY(fa8__check_row_tensor("delta", &t->delta, B, H, Sq));
   FA8_TRY(fa8__check_seq_tensor("dq", &t->dq, 1, F32, B, Sq, H, p->hdim_qk));
@@ -280,6 +290,7 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
 fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out) {
   fa8__clear_error();
   FA8_TRY(fa8__check_problem(p));
+  FA8_TRY(backend_ok(p->backend));
   if (!out) return fa8__fail(FA8_ERR_NULL_POINTER, "out is NULL");
   const int32_t rows[4] = { 0, 0, 0, 0 };
   fa8__plan plan;

@@ -20,24 +20,44 @@ static int rows_fit(int32_t rows, int32_t tile, int32_t seqlen) {
   return rows == 0 || rows >= seqlen || rows % tile == 0;
 }
 
-/* rows[] = scale_rows of q, k, v, dO */
-static const char *misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {
-  if (d->backend != p->backend || d->dir != dir) return "direction/backend";
-  if (d->fmt != p->fmt_qkv) return "fmt_qkv";
-  if ((dir == FA8_DIR_DELTA || dir == FA8_DIR_BWD) && d->fmt_grad != p->fmt_grad) return "fmt_grad";
-  if (d->hdim_qk != p->hdim_qk || d->hdim_v != p->hdim_v) return "head dims";
-  if (d->causal != (p->causal != 0)) return "causal";
-  if (!layout_fits(d, p)) return "layout";
-  if (dir == FA8_DIR_FWD && (d->variant == FA8_FWD_SPLIT) != (p->delta == FA8_DELTA_SPLIT)) return "forward variant";
-  if (dir == FA8_DIR_DELTA && d->delta != p->delta) return "delta mode";
-  if (d->scale == FA8_SCALE_TENSOR && (rows[0] || rows[1] || rows[2] || rows[3])) return "per-tensor scales";
-  if (dir == FA8_DIR_FWD && !rows_fit(rows[2], d->block_n, p->seqlen_k)) return "v.scale_rows vs BLOCK_N";
-  if (dir == FA8_DIR_BWD) {
-    if (!rows_fit(rows[0], d->block_m, p->seqlen_q)) return "q.scale_rows vs BLOCK_M";
-    if (!rows_fit(rows[3], d->block_m, p->seqlen_q)) return "dout_q.scale_rows vs BLOCK_M";
-    if (!rows_fit(rows[1], d->block_n, p->seqlen_k)) return "k.scale_rows vs BLOCK_N";
+/* Why an instance does not fit, or NULL. `rank` counts the checks it passed (a higher rank is a nearer
+ * miss); `why` gets a message with the values for the run-time scale rules. rows[] = scale_rows of q, k, v, dO. */
+static const char *misfit_r(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const int32_t rows[4], int *rank,
+                            char *why, size_t n) {
+  int r = 0;
+#define CHECK(cond, reason) do { if (!(cond)) { if (rank) *rank = r; return reason; } ++r; } while (0)
+  CHECK(d->backend == p->backend && d->dir == dir, "direction/backend");
+  CHECK(d->hdim_qk == p->hdim_qk && d->hdim_v == p->hdim_v, "head dims");
+  CHECK(d->fmt == p->fmt_qkv, "fmt_qkv");
+  CHECK(!((dir == FA8_DIR_DELTA || dir == FA8_DIR_BWD) && d->fmt_grad != p->fmt_grad), "fmt_grad");
+  CHECK(d->causal == (p->causal != 0), "causal");
+  CHECK(layout_fits(d, p), "layout");
+  CHECK(!(dir == FA8_DIR_FWD && (d->variant == FA8_FWD_SPLIT) != (p->delta == FA8_DELTA_SPLIT)), "forward variant");
+  CHECK(!(dir == FA8_DIR_DELTA && d->delta != p->delta), "delta mode");
+  CHECK(!(d->scale == FA8_SCALE_TENSOR && (rows[0] || rows[1] || rows[2] || rows[3])), "per-tensor scales");
+  static const char *names[4] = { "q", "k", "v", "dout_q" };
+  /* which scales a direction reduces across rows: fwd V over keys; bwd Q and dO over queries, K over keys */
+  const int which[3][2] = { { 2, 1 }, { 0, 0 }, { 3, 0 } };   /* {tensor index, uses BLOCK_N} */
+  const int count = dir == FA8_DIR_FWD ? 1 : dir == FA8_DIR_BWD ? 3 : 0;
+  for (int i = 0; i < count; ++i) {
+    const int t = dir == FA8_DIR_FWD ? 2 : (i == 0 ? 0 : i == 1 ? 3 : 1);
+    const int use_n = dir == FA8_DIR_FWD ? 1 : t == 1;
+    const int32_t tile = use_n ? d->block_n : d->block_m;
+    const int32_t seq = (t == 1 || t == 2) ? p->seqlen_k : p->seqlen_q;
+    if (!rows_fit(rows[t], tile, seq)) {
+      if (why) snprintf(why, n, "%s.scale_rows (%d) is not a multiple of its BLOCK_%s (%d) and does not cover the sequence (%d)",
+                        names[t], rows[t], use_n ? "N" : "M", tile, seq);
+      if (rank) *rank = r;
+      return "scale rows";
+    }
   }
+  (void)which;
+#undef CHECK
   return NULL;
+}
+
+static const char *misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {
+  return misfit_r(d, p, dir, rows, NULL, NULL, 0);
 }
 
 static const char *dir_name(fa8_dir d) {
@@ -45,21 +65,27 @@ static const char *dir_name(fa8_dir d) {
 }
 
 static fa8_status no_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {
-  /* name the best near miss: an instance with the same geometry that failed on something else */
+  /* name the nearest miss: the instance that passed the most checks */
   const char *why = NULL, *near = NULL;
+  char detail[256] = "", buf[256];
+  int best = -1;
   for (size_t i = 0; i < fa8_instance_count; ++i) {
     const fa8_kernel_desc *d = &fa8_instances[i];
-    if (d->backend != p->backend || d->dir != dir || d->hdim_qk != p->hdim_qk || d->hdim_v != p->hdim_v) continue;
-    const char *m = misfit(d, p, dir, rows);
-    if (m && !why) { why = m; near = d->name; }
+    int rank = 0;
+    buf[0] = '\0';
+    const char *m = misfit_r(d, p, dir, rows, &rank, buf, sizeof buf);
+    if (m && rank > best && rank >= 2) { best = rank; why = m; near = d->name; snprintf(detail, sizeof detail, "%s", buf); }
   }
+  if (why && detail[0])
+    return fa8__fail(FA8_ERR_UNSUPPORTED, "no %s instance fits: %s (nearest: %s)", dir_name(dir), detail, near);
   if (why)
     return fa8__fail(FA8_ERR_UNSUPPORTED, "no %s instance fits (hdim %dx%d, heads %d/%d, %s, fmt %s/%s, delta %d): "
                      "nearest %s differs in %s", dir_name(dir), p->hdim_qk, p->hdim_v, p->heads, p->kv_heads,
                      p->causal ? "causal" : "full", fa8_fmt_name(p->fmt_qkv), fa8_fmt_name(p->fmt_grad), (int)p->delta,
                      near, why);
   return fa8__fail(FA8_ERR_UNSUPPORTED, "no %s instance for head dims %dx%d on this backend in this build "
-                   "(configure with -Dhdim=%dx%d, or embed a bundle from fa8 gen --hdim %dx%d)", dir_name(dir), p->hdim_qk, p->hdim_v, p->hdim_qk, p->hdim_v, p->hdim_qk, p->hdim_v);
+                   "(configure with -Dhdim=%dx%d, or embed a bundle from fa8 gen --hdim %dx%d)", dir_name(dir), p->hdim_qk,
+                   p->hdim_v, p->hdim_qk, p->hdim_v, p->hdim_qk, p->hdim_v);
 }
 
 static const fa8_kernel_desc *first_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {
@@ -75,9 +101,10 @@ static fa8_status forced(const fa8_problem *p, const int32_t rows[4], fa8__plan 
     const fa8_kernel_desc *parts[3] = { b->fwd, b->delta, b->bwd };
     const fa8_dir dirs[3] = { FA8_DIR_FWD, FA8_DIR_DELTA, FA8_DIR_BWD };
     for (int k = 0; k < 3; ++k) {
-      const char *m = misfit(parts[k], p, dirs[k], rows);
-      if (m) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "instance '%s' does not fit the problem: its %s part differs in %s",
-                              p->instance, dir_name(dirs[k]), m);
+      char detail[256] = "";
+      const char *m = misfit_r(parts[k], p, dirs[k], rows, NULL, detail, sizeof detail);
+      if (m) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "instance '%s' does not fit the problem: its %s part differs in %s%s%s",
+                              p->instance, dir_name(dirs[k]), m, detail[0] ? ": " : "", detail);
     }
     out->fwd = b->fwd; out->delta = b->delta; out->bwd = b->bwd;
     return FA8_OK;

@@ -60,6 +60,7 @@ static fa8_status check_strides(const char *name, const int64_t *ext, const int6
   int idx[4], n = 0;
   for (int i = 0; i < nd; ++i) {
     if (st[i] < 0) return fa8__fail(FA8_ERR_BAD_STRIDES, "%s.stride[%d] is %" PRId64 " (negative strides are not supported)", name, i, st[i]);
+    if (st[i] == 0 && ext[i] > 1) return fa8__fail(FA8_ERR_BAD_STRIDES, "%s.stride[%d] is 0 for a dimension of extent %" PRId64 " (its elements would alias)", name, i, ext[i]);
     if (ext[i] > 1) idx[n++] = i;
   }
   for (int a = 1; a < n; ++a)                      /* insertion sort by stride */
@@ -111,7 +112,7 @@ fa8_status fa8__check_qtensor(const char *name, const fa8_qtensor *q, fa8_fmt fm
     return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "%s.fmt is %s but the problem expects %s", name,
                      fa8_fmt_name(q->fmt) ? fa8_fmt_name(q->fmt) : "invalid", fa8_fmt_name(fmt));
   const fa8_dtype want = fmt == FA8_FMT_F32 ? FA8_DTYPE_F32 : FA8_DTYPE_FP8;
-  snprintf(sub, sizeof sub, "%s.data", name);
+  snprintf(sub, sizeof sub, "%s.data", name);   /* field paths: q.data.stride[3], q.data_t.data, ... */
   FA8_TRY(fa8__check_seq_tensor(sub, &q->data, 1, &want, B, S, H, D));
   if (q->data_t.data) {
     const int64_t ext[4] = { B, H, D, (S + 15) / 16 * 16 };

@@ -1,0 +1,1065 @@
+/* Tests of the kernel generator (the gen/fa8 Lua modules) and of `fa8 gen|list|targets|decode`.
+ *
+ * Two kinds of checks:
+ *   - Lua checks (lua_runner.h) load the generator's modules in-process and assert properties of the config
+ *     model directly: predicates, naming, bundles, shadowing. They fail through assert()/error().
+ *   - CLI checks run the real fa8 binary (FA8_EXE, else build/cli/fa8) through the shell and assert exit
+ *     codes, messages and the files it writes.
+ * Every test gets its own temporary directory (mkdtemp, removed afterwards), exported to Lua as
+ * FA8_TEST_TMP. The binary runs with FA8_ROOT = this source tree, so Lua checks and CLI checks see the same
+ * generator. */
+#include <criterion/criterion.h>
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lua_runner.h"
+
+/* ---- fixtures ------------------------------------------------------------------------------------- */
+
+static char g_tmp[64];
+
+static void make_tmp(void) {
+    snprintf(g_tmp, sizeof g_tmp, "/tmp/fa8_test_gen_XXXXXX");
+    if (!mkdtemp(g_tmp)) { perror("mkdtemp"); abort(); }
+    setenv("FA8_TEST_TMP", g_tmp, 1);
+    if (!getenv("FA8_EXE") || !*getenv("FA8_EXE")) setenv("FA8_EXE", FA8_BUILD_ROOT "/cli/fa8", 1);
+    if (!getenv("FA8_ROOT") || !*getenv("FA8_ROOT")) setenv("FA8_ROOT", FA8_SOURCE_ROOT, 1);
+}
+
+static void remove_tmp(void) {
+    if (!g_tmp[0] || strncmp(g_tmp, "/tmp/fa8_test_gen_", 18) != 0) return;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_tmp);
+    if (system(cmd) != 0) fprintf(stderr, "warning: could not remove %s\n", g_tmp);
+}
+
+/* .init/.fini of the suite run around every test, in the test's own process (also after a failed assert) */
+TestSuite(gen, .init = make_tmp, .fini = remove_tmp);
+
+/* ---- helpers -------------------------------------------------------------------------------------- */
+
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    size_t got;
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) buf = realloc(buf, (cap *= 2) + 1);
+    }
+    fclose(f);
+    buf[n] = '\0';
+    if (len) *len = n;
+    return buf;
+}
+
+static void spit(const char *path, const char *content) {
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f, "cannot write %s", path);
+    fputs(content, f);
+    fclose(f);
+}
+
+static int exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* g_tmp/name, malloc'd (each test is a short-lived process: not freed) */
+static char *tmp_path(const char *name) {
+    size_t n = strlen(g_tmp) + strlen(name) + 2;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s", g_tmp, name);
+    return p;
+}
+
+typedef struct {
+    int code;  /* exit status; -1 when it did not exit normally (a crash) */
+    char *out; /* stdout */
+    char *err; /* stderr */
+} proc;
+
+/* Runs `sh -c "'$FA8_EXE' ARGS"`, capturing stdout and stderr separately (through files in g_tmp).
+ * ARGS is a printf format and is shell syntax: quote globs. */
+static proc fa8(const char *fmt, ...) {
+    char args[2048], cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s/.stdout' 2>'%s/.stderr'", getenv("FA8_EXE"), args, g_tmp, g_tmp);
+    int st = system(cmd);
+    proc p = {-1, NULL, NULL};
+    if (st != -1 && WIFEXITED(st)) p.code = WEXITSTATUS(st);
+    /* the shell reports a child killed by a signal as 128+N: treat it as a crash, never as an exit code */
+    if (p.code > 128) p.code = -1;
+    char path[512];
+    snprintf(path, sizeof path, "%s/.stdout", g_tmp);
+    p.out = slurp(path, NULL);
+    snprintf(path, sizeof path, "%s/.stderr", g_tmp);
+    p.err = slurp(path, NULL);
+    if (!p.out) p.out = strdup("");
+    if (!p.err) p.err = strdup("");
+    return p;
+}
+
+/* Runs a shell command with output to a log file; returns its exit status (or -1). */
+static int shell(const char *log, const char *fmt, ...) {
+    char c[4096], cmd[5000];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c, sizeof c, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s >'%s' 2>&1", c, log);
+    int st = system(cmd);
+    return st != -1 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Sorted names of the plain files in `dir`. Returns the count; names are malloc'd. */
+static int list_dir(const char *dir, char **names, int max) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        if (e->d_name[0] == '.') continue;
+        names[n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    for (int i = 1; i < n; ++i)
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; --j) {
+            char *t = names[j]; names[j] = names[j - 1]; names[j - 1] = t;
+        }
+    return n;
+}
+
+/* Lua checks: PRELUDE is prepended to every chunk (compile-time string concatenation). */
+#define PRELUDE                                                                                          \
+    "local TMP = assert(os.getenv('FA8_TEST_TMP'), 'FA8_TEST_TMP unset')\n"                              \
+    "local FA8 = assert(os.getenv('FA8_EXE'), 'FA8_EXE unset')\n"                                        \
+    "local ROOT = require('fa8.emit').root\n"                                                            \
+    "local schema = require('fa8.schema')\n"                                                             \
+    "local targets = require('fa8.targets')\n"                                                           \
+    "local naming = require('fa8.naming')\n"                                                             \
+    "local constraints = require('fa8.constraints')\n"                                                   \
+    "local enumerate = require('fa8.enumerate')\n"                                                       \
+    "local bundle = require('fa8.bundle')\n"                                                             \
+    "local reg = targets.registry()\n"                                                                   \
+    "local function q(s) assert(not s:find(\"'\", 1, true)); return \"'\" .. s .. \"'\" end\n"           \
+    "local function has(s, sub) return tostring(s):find(sub, 1, true) ~= nil end\n"                      \
+    "local function read(p) local f = assert(io.open(p, 'rb')); local s = f:read('a'); f:close(); return s end\n" \
+    "-- run fa8 through popen (stderr merged); returns output, exit code\n"                              \
+    "local function run(args)\n"                                                                         \
+    "  local p = assert(io.popen(q(FA8) .. ' ' .. args .. ' 2>&1', 'r'))\n"                              \
+    "  local out = p:read('a'); local _, how, code = p:close()\n"                                        \
+    "  return out, how == 'exit' and code or -1\n"                                                       \
+    "end\n"                                                                                              \
+    "-- fn must raise an error whose message contains every further argument\n"                         \
+    "local function expect_error(fn, ...)\n"                                                             \
+    "  local ok, msg = pcall(fn)\n"                                                                      \
+    "  assert(not ok, 'expected an error, got none')\n"                                                  \
+    "  for _, sub in ipairs({...}) do assert(has(msg, sub), ('error <%s> lacks <%s>'):format(msg, sub)) end\n" \
+    "  return msg\n"                                                                                     \
+    "end\n"                                                                                              \
+    "-- crafted configs: BASE per direction, overridden by `over` (d = both head dims)\n"                \
+    "local BASE = {\n"                                                                                   \
+    "  quant = { fmt = 'e4m3', hdim = 64, intype = 'f32', scale = 'block' },\n"                          \
+    "  fwd = { fmt = 'e4m3', hdim_qk = 64, hdim_v = 64, layout = 'gqa', causal = false, variant = 'std', scale = 'block' },\n" \
+    "  delta = { fmt = 'e4m3', fmt_grad = 'e4m3', hdim_qk = 64, hdim_v = 64, layout = 'gqa', causal = false, delta = 'stale', scale = 'block' },\n" \
+    "  bwd = { fmt = 'e4m3', fmt_grad = 'e4m3', hdim_qk = 64, hdim_v = 64, layout = 'gqa', causal = false, scale = 'block' },\n" \
+    "}\n"                                                                                                \
+    "local function mk(tname, dir, over, tile, pipe)\n"                                                  \
+    "  local tg = assert(reg.by_name[tname], tname)\n"                                                   \
+    "  local f = { dir = dir }\n"                                                                        \
+    "  for k, v in pairs(BASE[dir]) do f[k] = v end\n"                                                   \
+    "  for k, v in pairs(over or {}) do if k == 'd' then f.hdim_qk, f.hdim_v = v, v else f[k] = v end end\n" \
+    "  tile = tile or { 64, 64, 1, 1 }\n"                                                                \
+    "  local c = { functional = f, target = tg, tuning = { block_m = tile[1], block_n = tile[2],\n"       \
+    "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1] } }\n"                    \
+    "  schema.check(c)   -- crafted configs are well-formed: only the predicate under test objects\n"    \
+    "  c.name = naming.encode(c)\n"                                                                      \
+    "  return c\n"                                                                                       \
+    "end\n"
+
+static void lua_ok_impl(const char *code, const char *what) {
+    static char err[16384];
+    int rc = lua_check(code, err, sizeof err);
+    cr_assert_eq(rc, 0, "%s: Lua check failed:\n%s", what, err);
+}
+#define LUA_OK(code) lua_ok_impl(PRELUDE code, __func__)
+
+/* =================================================================================================== */
+/* 1. lua_runner itself: a check can pass, can fail, and starts from a clean, correctly configured state */
+
+Test(gen, lua_runner_passes_and_fails) {
+    char err[256];
+    cr_assert_eq(lua_check("assert(1 + 1 == 2)", err, sizeof err), 0, "%s", err);
+    cr_assert_str_empty(err);
+    cr_assert_neq(lua_check("assert(false, 'boom from assert')", err, sizeof err), 0);
+    cr_assert(strstr(err, "boom from assert"), "message not copied: %s", err);
+    cr_assert_neq(lua_check("error('boom from error')", err, sizeof err), 0);
+    cr_assert(strstr(err, "boom from error"), "message not copied: %s", err);
+    cr_assert_neq(lua_check("this is not Lua", err, sizeof err), 0, "a syntax error must fail");
+    cr_assert(strstr(err, "syntax error") || strstr(err, "expected"), "%s", err);
+    /* a short buffer gets a truncated, terminated message */
+    char small[8];
+    cr_assert_neq(lua_check("error('0123456789abcdef', 0)", small, sizeof small), 0);
+    cr_assert_str_eq(small, "0123456");
+}
+
+Test(gen, lua_runner_fresh_state_and_paths) {
+    char err[1024];
+    cr_assert_eq(lua_check("LEAKED = 1", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(lua_check("assert(LEAKED == nil, 'state shared between calls')", err, sizeof err), 0, "%s", err);
+    /* the generator's modules come from this source tree, the libraries from Lua's default path */
+    cr_assert_eq(lua_check("assert(package.searchpath('fa8.schema', package.path) == '" FA8_SOURCE_ROOT
+                           "/gen/fa8/schema.lua', package.path)\n"
+                           "assert(require('fa8.emit').root == '" FA8_SOURCE_ROOT "')\n"
+                           "assert(require('dkjson') and require('pl.template') and require('argparse'))",
+                           err, sizeof err),
+                 0, "%s", err);
+}
+
+/* =================================================================================================== */
+/* 2. Constraints: each named predicate rejects a crafted config, naming the figure and the limit, and
+ *    accepts a valid one. Every predicate must be exercised both ways (a new one needs a case here). */
+
+Test(gen, predicates_reject_and_accept) {
+    LUA_OK(
+        "local seen_rej, seen_acc = {}, {}\n"
+        "local function rejects(pred, c, ...)\n"
+        "  local p = assert(constraints.by_name[pred], 'no predicate ' .. pred)\n"
+        "  local ok, why = p.fn(c)\n"
+        "  assert(not ok, pred .. ' accepted ' .. c.name)\n"
+        "  for _, s in ipairs({...}) do assert(has(why, s), ('%s on %s: reason <%s> lacks <%s>'):format(pred, c.name, why, s)) end\n"
+        "  local all, reason = constraints.check(c)\n"
+        "  assert(not all and reason:match('^[%w_]+: .+'), 'check() accepted ' .. c.name)\n"
+        "  seen_rej[pred] = true\n"
+        "end\n"
+        "local function accepts(pred, c)\n"
+        "  local ok, why = constraints.by_name[pred].fn(c)\n"
+        "  assert(ok, ('%s rejected %s: %s'):format(pred, c.name, tostring(why)))\n"
+        "  seen_acc[pred] = true\n"
+        "end\n"
+        "-- smem on sm_89: fwd d256, 128x128, 2 stages: 128*256 + 2*128*512 + 128*128 (P) + 1024 = 181248 B\n"
+        "local big = mk('sm_89', 'fwd', { d = 256 }, { 128, 128, 8, 2 })\n"
+        "rejects('smem_fits', big, 'shared memory', '181248', '101376', 'sm_89')\n"
+        "assert(select(2, constraints.check(big)):match('^smem_fits: '), 'smem_fits should be the first failure')\n"
+        "accepts('smem_fits', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 4, 2 }))\n"
+        "-- mma: BLOCK_M 64 cannot be split over 8 warps of 16 rows\n"
+        "rejects('warps_cover_tile', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 8, 2 }), 'BLOCK_M 64', '8 warps', '16 rows')\n"
+        "accepts('warps_cover_tile', mk('sm_89', 'fwd', { d = 128 }, { 128, 64, 8, 2 }))\n"
+        "-- wgmma: 12 warps = producer + 2 consumer warpgroups, so BLOCK_M must be 128\n"
+        "rejects('warps_cover_tile', mk('sm_90a', 'fwd', { d = 128 }, { 64, 128, 12, 2 }), 'BLOCK_M 64', '64 x 2')\n"
+        "rejects('warps_cover_tile', mk('sm_90a', 'fwd', { d = 128 }, { 64, 128, 6, 2 }), 'warpgroups', '6 warps')\n"
+        "accepts('warps_cover_tile', mk('sm_90a', 'fwd', { d = 128 }, { 128, 128, 12, 2 }))\n"
+        "accepts('warps_cover_tile', mk('sm_90a', 'fwd', { d = 128 }, { 64, 128, 8, 2 }))\n"
+        "-- cpu: one thread, one stage per tile\n"
+        "rejects('warps_cover_tile', mk('cpu', 'fwd', {}, { 64, 64, 2, 1 }), 'w1s1')\n"
+        "accepts('warps_cover_tile', mk('cpu', 'fwd', {}, { 64, 64, 1, 1 }))\n"
+        "-- f32 (quantization off) is a cpu-only test format\n"
+        "local f32gpu = mk('sm_89', 'fwd', { fmt = 'f32' }, { 64, 64, 4, 2 })\n"
+        "rejects('test_format_cpu_only', f32gpu, 'f32', 'cpu')\n"
+        "rejects('fmt_supported', f32gpu, 'f32', 'sm_89')\n"
+        "accepts('test_format_cpu_only', mk('cpu', 'fwd', { fmt = 'f32' }))\n"
+        "rejects('fmt_supported', mk('sm_89', 'bwd', { fmt_grad = 'e4m3fnuz' }, { 64, 64, 4, 2 }), 'e4m3fnuz', 'sm_89')\n"
+        "rejects('fmt_supported', mk('gfx942', 'fwd', { fmt = 'e4m3' }, { 128, 64, 4, 1 }), 'e4m3', 'gfx942')\n"
+        "accepts('fmt_supported', mk('gfx90a', 'fwd', { fmt = 'e4m3fnuz' }, { 128, 64, 4, 1 }))   -- emulated counts\n"
+        "-- head dim vs the MMA K of the pipeline: 80 is fine for K=16 (gfx942), not for K=32 (sm_89)\n"
+        "rejects('hdim_divides_mma_k', mk('sm_89', 'fwd', { d = 80 }, { 64, 64, 4, 2 }), 'head dim 80', 'K=32')\n"
+        "accepts('hdim_divides_mma_k', mk('gfx942', 'fwd', { d = 80, fmt = 'e4m3fnuz' }, { 128, 64, 4, 1 }))\n"
+        "accepts('hdim_divides_mma_k', mk('sm_89', 'fwd', { d = 96 }, { 64, 64, 4, 2 }))\n"
+        "rejects('hdim_limits', mk('cpu', 'fwd', { d = 72 }), '72', 'multiple of 16')\n"
+        "rejects('hdim_limits', mk('cpu', 'quant', { hdim = 272 }), '272', '256')\n"
+        "accepts('hdim_limits', mk('cpu', 'fwd', { hdim_qk = 192, hdim_v = 128, layout = 'mla' }))\n"
+        "-- registers: 4 warps hold O (128x256) and S (128x128) in FP32: (32768+16384)/128 + 48 = 432\n"
+        "rejects('regs_fit', mk('sm_89', 'fwd', { d = 256 }, { 128, 128, 4, 1 }), 'register estimate 432', '255', 'sm_89')\n"
+        "-- wgmma bwd: the producer warpgroup holds no accumulators: (128*256 + 2*128*128)/256 + 48 = 304\n"
+        "rejects('regs_fit', mk('sm_90a', 'bwd', { d = 128 }, { 128, 128, 12, 2 }), 'register estimate 304')\n"
+        "accepts('regs_fit', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 4, 2 }))\n"
+        "rejects('pipeline_on_target', mk('cpu', 'fwd', {}, { 64, 64, 1, 1 }, 'mma'), 'mma', 'cpu')\n"
+        "accepts('pipeline_on_target', mk('sm_90a', 'fwd', { d = 128 }, { 64, 64, 4, 2 }, 'mma'))\n"
+        "rejects('tile_divides_mma', mk('sm_89', 'fwd', { d = 128 }, { 64, 48, 4, 2 }), 'BLOCK_N 48', 'K=32')\n"
+        "rejects('tile_divides_mma', mk('gfx942', 'fwd', { fmt = 'e4m3fnuz' }, { 48, 64, 4, 1 }), 'BLOCK_M 48', 'M=32')\n"
+        "accepts('tile_divides_mma', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 4, 2 }))\n"
+        "rejects('threads_fit', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 64, 2 }), '2048 threads', '1024')\n"
+        "accepts('threads_fit', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 32, 2 }))\n"
+        "for _, p in ipairs(constraints.predicates) do\n"
+        "  assert(seen_rej[p.name] and seen_acc[p.name], 'predicate ' .. p.name .. ' has no reject/accept case here')\n"
+        "end\n"
+        "-- a valid config passes check() as a whole\n"
+        "assert(constraints.check(mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 4, 2 })))\n"
+        "assert(constraints.check(mk('sm_90a', 'fwd', { d = 128 }, { 128, 128, 12, 2 })))\n");
+}
+
+/* Property: whatever the shipped profiles emit, for every built-in target, passes every predicate and fits
+ * the target's limits; what they prune carries a reason that the named predicate reproduces. */
+Test(gen, profiles_emit_only_valid_instances) {
+    LUA_OK(
+        "for _, pname in ipairs({ 'minimal', 'default', 'tuning' }) do\n"
+        "  for _, tg in ipairs(reg.list) do\n"
+        "    local res = enumerate.run({ registry = reg, profile = pname, targets = { tg.name } })\n"
+        "    local where = pname .. '/' .. tg.name\n"
+        "    assert(#res.instances > 0, where .. ': no instances')\n"
+        "    local names = {}\n"
+        "    for _, c in ipairs(res.instances) do\n"
+        "      assert(not names[c.name], where .. ': duplicate ' .. c.name); names[c.name] = true\n"
+        "      schema.check(c, c.name)\n"
+        "      for _, p in ipairs(constraints.predicates) do\n"
+        "        local ok, why = p.fn(c)\n"
+        "        assert(ok, ('%s: %s fails %s: %s'):format(where, c.name, p.name, tostring(why)))\n"
+        "      end\n"
+        "      local r = constraints.resources(c)\n"
+        "      assert(r.smem_bytes <= tg.smem_bytes, c.name .. ' smem over the limit')\n"
+        "      assert(r.regs <= tg.regs_per_thread, c.name .. ' regs over the limit')\n"
+        "      assert(c.tuning.warps * tg.warp_size <= tg.max_threads, c.name .. ' too many threads')\n"
+        "      assert(c.resources.smem_bytes == r.smem_bytes and c.resources.regs == r.regs, c.name .. ' stale resources')\n"
+        "    end\n"
+        "    for _, rj in ipairs(res.rejected) do\n"
+        "      assert(not names[rj.name], where .. ': rejected and emitted: ' .. rj.name)\n"
+        "      local pred, why = rj.reason:match('^([%w_]+): (.+)$')\n"
+        "      assert(pred and constraints.by_name[pred] and #why > 0, where .. ': bad reason for ' .. rj.name .. ': ' .. rj.reason)\n"
+        "      local c = naming.decode(rj.name, reg)\n"
+        "      local ok, again = constraints.check(c)\n"
+        "      assert(not ok and again == rj.reason, ('%s: %s: recorded <%s>, recomputed <%s>'):format(where, rj.name, rj.reason, tostring(again)))\n"
+        "    end\n"
+        "  end\n"
+        "end\n"
+        "-- the GPU tuning sets are big enough that something is always pruned: the reasons path is exercised\n"
+        "local res = enumerate.run({ registry = reg, profile = 'tuning', targets = { 'sm_89' } })\n"
+        "assert(#res.rejected > 0)\n");
+}
+
+/* `fa8 list --rejected`: one line per pruned config, "NAME  predicate: reason". */
+Test(gen, cli_rejected_lists_reasons) {
+    static const char *preds[] = {"pipeline_on_target", "fmt_supported", "hdim_limits", "hdim_divides_mma_k",
+                                  "tile_divides_mma", "warps_cover_tile", "threads_fit", "smem_fits", "regs_fit",
+                                  "test_format_cpu_only"};
+    proc p = fa8("list --target sm_90a --rejected");
+    cr_assert_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    int lines = 0, smem = 0, regs = 0;
+    for (char *line = strtok(p.out, "\n"); line; line = strtok(NULL, "\n")) {
+        ++lines;
+        cr_assert(strncmp(line, "fa8_", 4) == 0, "line does not start with a name: %s", line);
+        char *sep = strstr(line, "  ");
+        cr_assert_not_null(sep, "no reason on line: %s", line);
+        sep += 2;
+        int known = 0;
+        for (size_t i = 0; i < sizeof preds / sizeof *preds; ++i) {
+            size_t n = strlen(preds[i]);
+            if (strncmp(sep, preds[i], n) == 0 && sep[n] == ':' && sep[n + 1] == ' ' && sep[n + 2]) known = 1;
+        }
+        cr_assert(known, "reason does not start with a predicate name: %s", line);
+        smem += strstr(sep, "smem_fits: shared memory") != NULL;
+        regs += strstr(sep, "regs_fit: register estimate") != NULL;
+    }
+    cr_assert_gt(lines, 0, "sm_90a default prunes nothing?");
+    cr_assert(smem > 0 && regs > 0, "expected smem and register rejections on sm_90a (got %d, %d)", smem, regs);
+}
+
+/* =================================================================================================== */
+/* 3. Naming: name -> config -> name is the identity for everything any profile emits on any target, and
+ *    the decoded config equals the one the enumerator built. Malformed names fail with clear messages. */
+
+Test(gen, naming_round_trip) {
+    LUA_OK(
+        "local function same(a, b, path)\n"
+        "  if type(a) ~= 'table' then assert(a == b, ('%s: %s ~= %s'):format(path, tostring(a), tostring(b))); return end\n"
+        "  assert(type(b) == 'table', path .. ' missing')\n"
+        "  for k, v in pairs(a) do same(v, b[k], path .. '.' .. k) end\n"
+        "  for k in pairs(b) do assert(a[k] ~= nil, path .. '.' .. k .. ' extra') end\n"
+        "end\n"
+        "local n = 0\n"
+        "for _, pname in ipairs({ 'minimal', 'default', 'tuning' }) do\n"
+        "  for _, tg in ipairs(reg.list) do\n"
+        "    local res = enumerate.run({ registry = reg, profile = pname, targets = { tg.name } })\n"
+        "    for _, c in ipairs(res.instances) do\n"
+        "      local d = naming.decode(c.name, reg)\n"
+        "      assert(naming.encode(d) == c.name, c.name .. ' re-encodes as ' .. naming.encode(d))\n"
+        "      assert(d.target == c.target, c.name .. ': decoded to target ' .. d.target.name)\n"
+        "      same(c.functional, d.functional, c.name .. ' functional')\n"
+        "      same(c.tuning, d.tuning, c.name .. ' tuning')\n"
+        "      assert(c.name:match('^[a-z_][a-z0-9_]*$'), c.name .. ' is not a C identifier')\n"
+        "      n = n + 1\n"
+        "    end\n"
+        "  end\n"
+        "end\n"
+        "assert(n > 1000, 'suspiciously few instances: ' .. n)\n"
+        "-- the profiles leave some axes out (per-tensor scaling, mqa): a crafted product covers every value\n"
+        "local m = 0\n"
+        "local function rt(c)\n"
+        "  local name = naming.encode(c)\n"
+        "  local d = naming.decode(name, reg)\n"
+        "  same(c.functional, d.functional, name .. ' functional'); same(c.tuning, d.tuning, name .. ' tuning')\n"
+        "  assert(naming.encode(d) == name); m = m + 1\n"
+        "end\n"
+        "for _, tp in ipairs({ { 'cpu', 'scalar' }, { 'sm_90a', 'wgmma' }, { 'sm_90a', 'mma' }, { 'gfx942', 'mfma' } }) do\n"
+        "  local tile = { 128, 64, 8, 3 }\n"
+        "  for _, sc in ipairs({ 'block', 'tensor' }) do\n"
+        "    for _, it in ipairs({ 'f32', 'bf16' }) do rt(mk(tp[1], 'quant', { scale = sc, intype = it, hdim = 96 }, tile, tp[2])) end\n"
+        "    for _, geo in ipairs({ { 64, 64, 'mha' }, { 128, 128, 'mqa' }, { 256, 256, 'gqa' }, { 192, 128, 'mla' } }) do\n"
+        "      for _, causal in ipairs({ false, true }) do\n"
+        "        local g = { hdim_qk = geo[1], hdim_v = geo[2], layout = geo[3], causal = causal, scale = sc }\n"
+        "        for _, v in ipairs({ 'std', 'split' }) do g.variant = v; rt(mk(tp[1], 'fwd', g, tile, tp[2])) end\n"
+        "        g.variant = nil\n"
+        "        for _, fg in ipairs({ 'e4m3', 'e5m2' }) do\n"
+        "          g.fmt_grad = fg\n"
+        "          rt(mk(tp[1], 'bwd', g, tile, tp[2]))\n"
+        "          for _, dm in ipairs(schema.enums.delta.values) do g.delta = dm; rt(mk(tp[1], 'delta', g, tile, tp[2])) end\n"
+        "          g.delta = nil\n"
+        "        end\n"
+        "      end\n"
+        "    end\n"
+        "  end\n"
+        "end\n"
+        "assert(m == 4 * 2 * (2 + 4 * 2 * (2 + 2 * (1 + 4))), m)\n");
+}
+
+Test(gen, naming_decode_failures) {
+    LUA_OK(
+        "local function bad(name, ...)\n"
+        "  return expect_error(function() naming.decode(name, reg) end, \"cannot decode instance name '\" .. name .. \"'\", ...)\n"
+        "end\n"
+        "bad('fa8_fwd_sm99_e4m3_d64v64_gqa_full_m64n64_w4s2', \"unknown target tag 'sm99'\")\n"
+        "bad('fa8_fwd_sm89_e4m3_d64v64_gqa_full_m64x64_w4s2', \"tile token 'm64x64'\")\n"
+        "bad('fa8_fwd_sm89_e4m3_d64v64_gqa_full_64n64_w4s2', \"tile token '64n64'\")\n"
+        "bad('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_mma_extra', \"unexpected trailing token 'extra'\")\n"
+        "bad('fa8_quant_cpu_e4m3_d64_f32_m64n64_w1s1_w1s1', \"unexpected token 'w1s1'\")\n"
+        "bad('fa8_quant_sm90a_e4m3_d64_f32_m64n64_w4s1_mma_mma', \"unexpected trailing token 'mma'\")\n"
+        "-- the target's first pipeline is implied; spelling it out is a second name for one config\n"
+        "bad('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2_wgmma', 'default pipeline is never spelled out')\n"
+        "bad('fa8_quant_cpu_e4m3_d64_f32_m64n64_w1s1_scalar', 'default pipeline is never spelled out')\n"
+        "bad('fa8_fwd_cpu_e4m3_d64v64_gqa_full_m64n64_w1s1_mfma', \"pipeline 'mfma' is not available on target cpu\")\n"
+        "bad('fa8_quant_cpu_e4m3_d064_f32_m64n64_w1s1', 'not canonical')\n"
+        "bad('fa8_bwd_cpu_e4m3xe4m3_d64v64_gqa_full_m64n64_w1s1', 'not canonical')\n"
+        "bad('fa8_fwd_cpu_e4m3xe5m2_d64v64_gqa_full_m64n64_w1s1', 'gradient format')\n"
+        "bad('fa8_fwd_cpu_e4m3_d64_gqa_full_m64n64_w1s1', \"geometry 'd64'\")\n"
+        "bad('fa8_fwd_cpu_e4m3_d64v64_xqa_full_m64n64_w1s1', \"unknown layout 'xqa'\")\n"
+        "bad('fa8_fwd_cpu_e4m3_d64v64_gqa_half_m64n64_w1s1', \"mask 'half'\")\n"
+        "bad('fa8_delta_cpu_e4m3_d64v64_gqa_full_fresh_m64n64_w1s1', \"unknown delta mode 'fresh'\")\n"
+        "bad('fa8_fwd_cpu_e9m9_d64v64_gqa_full_m64n64_w1s1', \"unknown format token 'e9m9'\")\n"
+        "bad('fa8_conv_cpu_e4m3_d64_f32_m64n64_w1s1', \"unknown direction 'conv'\")\n"
+        "bad('fa8_quant_cpu_e4m3_d64_f32', 'missing tile')\n"
+        "bad('fa9_quant_cpu_e4m3_d64_f32_m64n64_w1s1', 'does not start with fa8_')\n"
+        "bad('FA8_quant_cpu_e4m3_d64_f32_m64n64_w1s1', 'not a lower-case identifier')\n"
+        "-- the valid spellings of the same configs decode\n"
+        "assert(naming.decode('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2', reg).tuning.pipeline == 'wgmma')\n"
+        "assert(naming.decode('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_mma', reg).tuning.pipeline == 'mma')\n"
+        "assert(naming.decode('fa8_bwd_cpu_e4m3xe5m2_d64v64_gqa_full_m64n64_w1s1', reg).functional.fmt_grad == 'e5m2')\n");
+}
+
+/* =================================================================================================== */
+/* 4. Bundles: a backward bundle is refused when its parts disagree on a convention or on the geometry;
+ *    dispatch order: an instance shadowed by an earlier, more permissive one is refused. */
+
+Test(gen, bundle_refuses_mismatches) {
+    LUA_OK(
+        "local fwd, fwd_split = mk('cpu', 'fwd'), mk('cpu', 'fwd', { variant = 'split' })\n"
+        "local bwd = mk('cpu', 'bwd')\n"
+        "local function delta(mode, over, tile)\n"
+        "  over = over or {}; over.delta = mode\n"
+        "  return mk('cpu', 'delta', over, tile)\n"
+        "end\n"
+        "-- split delta needs the split forward's remainder output\n"
+        "expect_error(function() bundle.make(fwd, delta('split'), bwd) end, 'rem_scale_log2', fwd.name)\n"
+        "-- delta rows are padded per BLOCK_M: prep and backward must tile rows alike\n"
+        "expect_error(function() bundle.make(fwd, delta('stale', {}, { 128, 64, 1, 1 }), bwd) end,\n"
+        "  'BLOCK_M 128', \"backward's 64\")\n"
+        "-- geometry, format, mask between delta prep and backward\n"
+        "expect_error(function() bundle.make(fwd, delta('stale', { d = 128 }), bwd) end, 'hdim_qk=128', 'hdim_qk=64')\n"
+        "expect_error(function() bundle.make(fwd, delta('stale', { causal = true }), bwd) end, 'causal=true', 'causal=false')\n"
+        "expect_error(function() bundle.make(fwd, delta('stale', { fmt = 'e5m2' }), bwd) end, 'fmt=e5m2', 'fmt=e4m3')\n"
+        "expect_error(function() bundle.make(fwd, delta('stale', { fmt_grad = 'e5m2' }), bwd) end, 'fmt_grad=e5m2')\n"
+        "-- ... and between the forward and the backward pair\n"
+        "expect_error(function() bundle.make(mk('cpu', 'fwd', { d = 128 }), delta('stale'), bwd) end, 'hdim_qk', 'produces hdim_qk=128')\n"
+        "expect_error(function() bundle.make(mk('cpu', 'fwd', { hdim_qk = 192, hdim_v = 128, layout = 'mla' }),\n"
+        "  delta('stale', { hdim_qk = 192, hdim_v = 64, layout = 'mla' }), mk('cpu', 'bwd', { hdim_qk = 192, hdim_v = 64, layout = 'mla' })) end,\n"
+        "  'hdim_v')\n"
+        "expect_error(function() bundle.make(mk('cpu', 'fwd', { fmt = 'e5m2' }), delta('stale'), bwd) end, 'produces fmt=e5m2')\n"
+        "expect_error(function() bundle.make(mk('cpu', 'fwd', { causal = true }), delta('stale'), bwd) end, 'produces causal=true')\n"
+        "expect_error(function() bundle.make(mk('cpu', 'fwd', { scale = 'tensor' }), delta('stale'), bwd) end, 'scale')\n"
+        "expect_error(function() bundle.make(mk('cpu', 'fwd', { layout = 'mha' }), delta('stale'), bwd) end, 'layout')\n"
+        "-- structure\n"
+        "expect_error(function() bundle.make(mk('sm_89', 'fwd', {}, { 64, 64, 4, 2 }), delta('stale'), bwd) end, 'different architectures')\n"
+        "expect_error(function() bundle.check({ name = 'b', fwd = bwd, delta = delta('stale'), bwd = fwd }) end, 'must be fwd, delta and bwd')\n"
+        "expect_error(function() bundle.check({ name = 'b', fwd = fwd, delta = delta('stale') }) end, 'missing bwd')\n");
+}
+
+Test(gen, bundle_accepts_matching) {
+    LUA_OK(
+        "local fwd, fwd_split, bwd = mk('cpu', 'fwd'), mk('cpu', 'fwd', { variant = 'split' }), mk('cpu', 'bwd')\n"
+        "for _, mode in ipairs({ 'stale', 'dohat', 'matched' }) do\n"
+        "  local b = bundle.make(fwd, mk('cpu', 'delta', { delta = mode }), bwd)\n"
+        "  assert(b.mode == mode and b.name == 'fa8_bundle_cpu_e4m3_d64v64_gqa_full_' .. mode .. '_m64n64_w1s1', b.name)\n"
+        "end\n"
+        "assert(bundle.make(fwd_split, mk('cpu', 'delta', { delta = 'split' }), bwd).mode == 'split')\n"
+        "-- BLOCK_N may differ: only rows are padded per tile\n"
+        "bundle.make(fwd, mk('cpu', 'delta', {}, { 64, 128, 1, 1 }), bwd)\n"
+        "-- MLA geometry and mixed gradient format\n"
+        "local mla = { hdim_qk = 192, hdim_v = 128, layout = 'mla', causal = true }\n"
+        "local g = { hdim_qk = 192, hdim_v = 128, layout = 'mla', causal = true, fmt_grad = 'e5m2' }\n"
+        "bundle.make(mk('cpu', 'fwd', mla), mk('cpu', 'delta', g), mk('cpu', 'bwd', g))\n"
+        "-- every bundle the default profile makes refers to emitted instances and pairs split with split\n"
+        "local res = enumerate.run({ registry = reg, profile = 'default', targets = { 'cpu' } })\n"
+        "local by = {}\n"
+        "for _, c in ipairs(res.instances) do by[c.name] = c end\n"
+        "assert(#res.bundles > 0)\n"
+        "for _, b in ipairs(res.bundles) do\n"
+        "  bundle.check(b)\n"
+        "  assert(by[b.fwd.name] and by[b.delta.name] and by[b.bwd.name], b.name .. ' refers to a missing instance')\n"
+        "  assert((b.fwd.functional.variant == 'split') == (b.mode == 'split'), b.name)\n"
+        "end\n");
+}
+
+Test(gen, shadow_check_order) {
+    LUA_OK(
+        "local tile = { 64, 64, 1, 1 }\n"
+        "local mha, gqa = mk('cpu', 'fwd', { layout = 'mha' }, tile), mk('cpu', 'fwd', { layout = 'gqa' }, tile)\n"
+        "-- a gqa kernel accepts every mha problem: listed first, it hides the mha specialization\n"
+        "expect_error(function() enumerate.shadow_check({ gqa, mha }) end, mha.name, gqa.name, 'can never be selected')\n"
+        "enumerate.shadow_check({ mha, gqa })\n"
+        "local mqa = mk('cpu', 'fwd', { layout = 'mqa' }, tile)\n"
+        "expect_error(function() enumerate.shadow_check({ mha, gqa, mqa }) end, mqa.name)\n"
+        "enumerate.shadow_check({ mha, mqa, gqa })\n"
+        "-- block scaling covers per-tensor scaling (a scale stride of 0)\n"
+        "local pt = mk('cpu', 'fwd', { layout = 'mha', scale = 'tensor' }, tile)\n"
+        "expect_error(function() enumerate.shadow_check({ mha, pt }) end, pt.name)\n"
+        "enumerate.shadow_check({ pt, mha })\n"
+        "-- different tiles, formats or masks never shadow each other, in either order\n"
+        "local other = mk('cpu', 'fwd', { layout = 'mha' }, { 128, 64, 1, 1 })\n"
+        "enumerate.shadow_check({ gqa, other }); enumerate.shadow_check({ other, gqa })\n"
+        "local causal = mk('cpu', 'fwd', { layout = 'mha', causal = true }, tile)\n"
+        "enumerate.shadow_check({ gqa, causal })\n"
+        "-- the tuning profile emits mha twins: each precedes its gqa twin\n"
+        "local res = enumerate.run({ registry = reg, profile = 'tuning', targets = { 'cpu' } })\n"
+        "local pos, twins = {}, 0\n"
+        "for i, c in ipairs(res.instances) do pos[c.name] = i end\n"
+        "for name, i in pairs(pos) do\n"
+        "  local g = name:gsub('_mha_', '_gqa_', 1)\n"
+        "  if g ~= name and pos[g] then twins = twins + 1; assert(i < pos[g], name .. ' after ' .. g) end\n"
+        "end\n"
+        "assert(twins > 0, 'no mha/gqa twins in the tuning profile')\n");
+}
+
+/* =================================================================================================== */
+/* 5. User target files: a new GPU described in a Lua file is enumerated under its tag; broken files are
+ *    refused with exit code 2 and a message naming the file and the field. */
+
+#define GOOD_TARGET                                                                                      \
+    "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', arch = 'sm_120a',\n"                   \
+    "  description = 'a test GPU', smem_bytes = 101376, regs_per_thread = 255, warp_size = 32,\n"         \
+    "  max_threads = 1024, fp8 = { 'e4m3', 'e5m2' }, mma = { mma = { m = 16, n = 8, k = 32 } },\n"       \
+    "  pipelines = { 'mma' } }\n"
+
+Test(gen, user_target_file_enumerates) {
+    const char *f = tmp_path("sm120x.lua");
+    spit(f, GOOD_TARGET);
+    proc p = fa8("list --targets-file '%s' --target sm_120x", f);
+    cr_assert_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    int n = 0, fwd = 0, bwd = 0;
+    for (char *line = strtok(p.out, "\n"); line; line = strtok(NULL, "\n")) {
+        ++n;
+        cr_assert(strncmp(line, "fa8_", 4) == 0 && strstr(line, "_sm120x_"), "not an sm120x instance: %s", line);
+        fwd += strncmp(line, "fa8_fwd_sm120x_", 15) == 0;
+        bwd += strncmp(line, "fa8_bwd_sm120x_", 15) == 0;
+    }
+    cr_assert(n > 0 && fwd > 0 && bwd > 0, "%d instances, %d fwd, %d bwd", n, fwd, bwd);
+    /* the user target also shows in `fa8 targets` and its names decode with the same file */
+    proc t = fa8("targets --targets-file '%s'", f);
+    cr_assert_eq(t.code, 0, "%s", t.err);
+    cr_assert(strstr(t.out, "sm_120x") && strstr(t.out, "a test GPU"), "%s", t.out);
+    proc d = fa8("decode --targets-file '%s' fa8_fwd_sm120x_e4m3_d128v128_gqa_full_m64n64_w4s2", f);
+    cr_assert_eq(d.code, 0, "%s", d.err);
+    cr_assert(strstr(d.out, "\"target\":\"sm_120x\""), "%s", d.out);
+    /* two targets at once, built-in and user */
+    proc both = fa8("list --targets-file '%s' --target sm_120x,sm_89 --hdim 128", f);
+    cr_assert_eq(both.code, 0, "%s", both.err);
+    cr_assert(strstr(both.out, "_sm120x_") && strstr(both.out, "_sm89_"), "%s", both.out);
+}
+
+Test(gen, user_target_file_malformed) {
+    static const struct {
+        const char *file, *content, *expect[3];
+    } cases[] = {
+        {"no_arch.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', smem_bytes = 1, regs_per_thread = 1,\n"
+         "  warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } }\n",
+         {"missing field 'arch'", "sm_120x"}},
+        {"no_name.lua",
+         "return { tag = 'sm120x', backend = 'cuda', arch = 'sm_120', smem_bytes = 1, regs_per_thread = 1,\n"
+         "  warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } }\n",
+         {"missing field 'name'"}},
+        {"bad_tag.lua",
+         "return { name = 'sm_120x', tag = 'sm_120x', backend = 'cuda', arch = 'sm_120', smem_bytes = 1,\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } },\n"
+         "  pipelines = { 'mma' } }\n",
+         {"tag 'sm_120x'", "[a-z][a-z0-9]*"}},
+        {"dup_name.lua",
+         "return { name = 'sm_89', tag = 'sm89b', backend = 'cuda', arch = 'sm_89', smem_bytes = 1, regs_per_thread = 1,\n"
+         "  warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } }\n",
+         {"'sm_89'", "defined twice"}},
+        {"dup_tag.lua",
+         "return { name = 'sm_89b', tag = 'sm89', backend = 'cuda', arch = 'sm_89', smem_bytes = 1, regs_per_thread = 1,\n"
+         "  warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } }\n",
+         {"tag 'sm89'", "already used by 'sm_89'"}},
+        {"raises.lua", "local boom = nil\nreturn boom.in_the_target_file\n",
+         {"error while reading targets file", "raises.lua:2:", "boom"}},
+        {"syntax.lua", "return { name = \n", {"cannot load targets file"}},
+        {"uses_globals.lua", "return { name = string.upper('x') }\n", {"error while reading targets file", "string"}},
+        {"not_table.lua", "return 42\n", {"must return a target entry"}},
+        {"typo_field.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', arch = 'sm_120', smem = 1, smem_bytes = 1,\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } },\n"
+         "  pipelines = { 'mma' } }\n",
+         {"unknown field 'smem'"}},
+        {"bad_type.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', arch = 'sm_120', smem_bytes = 'lots',\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } },\n"
+         "  pipelines = { 'mma' } }\n",
+         {"field 'smem_bytes' must be a number"}},
+        {"bad_backend.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'metal', arch = 'sm_120', smem_bytes = 1,\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {}, mma = { mma = { m = 16, n = 8, k = 32 } },\n"
+         "  pipelines = { 'mma' } }\n",
+         {"backend 'metal'"}},
+        {"bad_pipeline.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', arch = 'sm_120', smem_bytes = 1,\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {}, mma = { tc = { m = 16, n = 8, k = 32 } },\n"
+         "  pipelines = { 'tc' } }\n",
+         {"field 'pipelines'", "'tc'"}},
+        {"no_shape.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', arch = 'sm_120', smem_bytes = 1,\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {}, mma = {}, pipelines = { 'mma' } }\n",
+         {"mma.mma"}},
+        {"bad_fmt.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', arch = 'sm_120', smem_bytes = 1,\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = { 'e4m3', 'fp8' },\n"
+         "  mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } }\n",
+         {"field 'fp8'", "'fp8'"}},
+        {"dup_in_file.lua", /* a list of entries; the file's environment is empty: no globals */
+         "local function t(tag) return { name = 'sm_120x', tag = tag, backend = 'cuda', arch = 'sm_120',\n"
+         "  smem_bytes = 1, regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {},\n"
+         "  mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } } end\n"
+         "return { t('sm120x'), t('other') }\n",
+         {"'sm_120x'", "defined twice"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        const char *f = tmp_path(cases[i].file);
+        spit(f, cases[i].content);
+        proc p = fa8("list --targets-file '%s' --target sm_120x", f);
+        cr_assert_eq(p.code, 2, "%s: exit %d (want 2), stderr: %s", cases[i].file, p.code, p.err);
+        cr_assert(strstr(p.err, f), "%s: stderr does not name the file: %s", cases[i].file, p.err);
+        for (int k = 0; k < 3 && cases[i].expect[k]; ++k)
+            cr_assert(strstr(p.err, cases[i].expect[k]), "%s: stderr lacks <%s>: %s", cases[i].file, cases[i].expect[k],
+                      p.err);
+        cr_assert_str_empty(p.out, "%s: wrote to stdout on error: %s", cases[i].file, p.out);
+    }
+    /* a file that does not exist */
+    proc p = fa8("targets --targets-file '%s'", tmp_path("absent.lua"));
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "absent.lua") && strstr(p.err, "cannot load"), "%s", p.err);
+}
+
+/* =================================================================================================== */
+/* 6. Determinism: two runs give byte-identical trees; a rerun into the same directory writes nothing
+ *    (so Ninja does not rebuild) and leaves modification times alone. */
+
+Test(gen, gen_is_deterministic) {
+    const char *a = tmp_path("A"), *b = tmp_path("B");
+    cr_assert_eq(chdir(g_tmp), 0);
+    proc pa = fa8("gen --target cpu --profile minimal --out '%s'", a);
+    cr_assert_eq(pa.code, 0, "%s", pa.err);
+    /* a different working directory must not matter either */
+    cr_assert_eq(chdir("/"), 0);
+    proc pb = fa8("gen --target cpu --profile minimal --out '%s'", b);
+    cr_assert_eq(pb.code, 0, "%s", pb.err);
+    char *na[1024], *nb[1024];
+    int ca = list_dir(a, na, 1024), cb = list_dir(b, nb, 1024);
+    cr_assert_gt(ca, 10, "only %d files in %s", ca, a);
+    cr_assert_eq(ca, cb, "%d files vs %d", ca, cb);
+    for (int i = 0; i < ca; ++i) {
+        cr_assert_str_eq(na[i], nb[i]);
+        char pa_[1024], pb_[1024];
+        snprintf(pa_, sizeof pa_, "%s/%s", a, na[i]);
+        snprintf(pb_, sizeof pb_, "%s/%s", b, nb[i]);
+        size_t la = 0, lb = 0;
+        char *x = slurp(pa_, &la), *y = slurp(pb_, &lb);
+        cr_assert(x && y && la > 0, "cannot read %s", na[i]);
+        cr_assert(la == lb && memcmp(x, y, la) == 0, "%s differs between two runs", na[i]);
+        free(x);
+        free(y);
+    }
+    char man[1024];
+    snprintf(man, sizeof man, "%s/manifest.json", a);
+    struct stat before, after;
+    cr_assert_eq(stat(man, &before), 0);
+    sleep(1); /* a rewrite would now show a different mtime even on 1 s resolution filesystems */
+    proc again = fa8("gen --target cpu --profile minimal --out '%s'", a);
+    cr_assert_eq(again.code, 0, "%s", again.err);
+    cr_assert(strstr(again.out, " 0 written,"), "second run wrote files: %s", again.out);
+    char unchanged[64];
+    snprintf(unchanged, sizeof unchanged, "%d unchanged", ca);
+    cr_assert(strstr(again.out, unchanged), "want <%s>: %s", unchanged, again.out);
+    cr_assert_eq(stat(man, &after), 0);
+    cr_assert(before.st_mtim.tv_sec == after.st_mtim.tv_sec && before.st_mtim.tv_nsec == after.st_mtim.tv_nsec,
+              "manifest.json was rewritten");
+}
+
+/* =================================================================================================== */
+/* 7. Golden output: one small instance and its manifest, byte for byte. When a template or the generator
+ *    changes on purpose, regenerate with tools/update-golden and review the diff. */
+
+#define GOLDEN_NAME "fa8_quant_cpu_e4m3_d64_f32_m64n64_w1s1"
+/* keep identical to tools/update-golden: the manifest records the command line */
+#define GOLDEN_ARGS "gen --target cpu --profile minimal --kernels 'fa8_quant_cpu_e4m3_d64_f32_*' --out '%s'"
+
+/* first line where two texts differ, for the failure message */
+static void first_diff(const char *a, const char *b, char *msg, size_t n) {
+    int line = 1;
+    const char *la = a, *lb = b;
+    while (*a && *a == *b) {
+        if (*a == '\n') { ++line; la = a + 1; lb = b + 1; }
+        ++a, ++b;
+    }
+    int ea = (int)strcspn(la, "\n"), eb = (int)strcspn(lb, "\n");
+    snprintf(msg, n, "line %d:\n  golden:    %.*s\n  generated: %.*s", line, ea, la, eb, lb);
+}
+
+/* "generator_hash":"<16 hex>" -> "generator_hash":"<generator_hash>" (as tools/update-golden stores it) */
+static void mask_hash(char *s) {
+    char *p = strstr(s, "\"generator_hash\":\"");
+    if (!p) return;
+    p += strlen("\"generator_hash\":\"");
+    char *e = strchr(p, '"');
+    if (!e) return;
+    const char *m = "<generator_hash>";
+    memmove(p + strlen(m), e, strlen(e) + 1);
+    memcpy(p, m, strlen(m));
+}
+
+Test(gen, golden_quant_instance) {
+    const char *out = tmp_path("golden");
+    proc p = fa8(GOLDEN_ARGS, out);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert(strstr(p.out, "1 instances"), "the filter should select exactly one instance: %s", p.out);
+    static const struct { const char *golden, *generated; int mask; } files[] = {
+        {GOLDEN_NAME ".c", GOLDEN_NAME ".c", 0},
+        {"manifest_minimal_quant.json", "manifest.json", 1},
+    };
+    for (size_t i = 0; i < 2; ++i) {
+        char gp[1024], np[1024], msg[2048];
+        snprintf(gp, sizeof gp, "%s/tests/golden/%s", FA8_SOURCE_ROOT, files[i].golden);
+        snprintf(np, sizeof np, "%s/%s", out, files[i].generated);
+        size_t lg = 0, ln = 0;
+        char *g = slurp(gp, &lg), *n = slurp(np, &ln);
+        cr_assert_not_null(g, "missing golden file %s: run tools/update-golden", gp);
+        cr_assert_not_null(n, "fa8 gen did not write %s", files[i].generated);
+        if (files[i].mask) { mask_hash(n); ln = strlen(n); }
+        if (lg != ln || memcmp(g, n, lg) != 0) {
+            first_diff(g, n, msg, sizeof msg);
+            cr_assert_fail("%s differs from tests/golden/%s at %s\n"
+                           "If the change is intended, run tools/update-golden and review `git diff tests/golden`.",
+                           files[i].generated, files[i].golden, msg);
+        }
+    }
+}
+
+/* =================================================================================================== */
+/* 8. Bad input: every refusal exits 2 (never 0, never a crash or a Lua traceback), says what was wrong on
+ *    stderr and writes nothing to stdout; a refused gen leaves no output directory behind. */
+
+Test(gen, bad_input_exits_2) {
+    spit(tmp_path("regular"), "a regular file\n");
+    char regular[512], under[512], nodir[512];
+    snprintf(regular, sizeof regular, "%s/regular", g_tmp);
+    snprintf(under, sizeof under, "%s/regular/sub", g_tmp);
+    snprintf(nodir, sizeof nodir, "%s/never", g_tmp);
+    /* where: the path substituted for %s: 0 a fresh path, 1 a path under a regular file, 2 the file itself */
+    static const struct { const char *args, *expect[3]; int leaves_no_dir, where; } cases[] = {
+        {"list --target sm_99", {"unknown target 'sm_99'"}, 0, 0},
+        {"list --target cpu,sm_99", {"'sm_99'"}, 0, 0},
+        {"gen --target nosuch --out '%s'", {"'nosuch'"}, 1, 0},
+        {"list --hdim 100", {"100", "not supported"}, 0, 0},
+        {"gen --hdim 100 --out '%s'", {"100"}, 1, 0},
+        {"list --hdim 64x", {"'64x'"}, 0, 0},
+        {"list --hdim 0", {"head dim 0"}, 0, 0},
+        {"list --hdim 272", {"272"}, 0, 0},
+        {"list --layout foo", {"--layout 'foo'"}, 0, 0},
+        {"list --layout gqa,foo", {"'foo'"}, 0, 0},
+        {"list --delta foo", {"--delta 'foo'"}, 0, 0},
+        {"list --profile foo", {"profile 'foo'"}, 0, 0},
+        {"list --kernels 'nomatch*'", {"no instance matches", "nomatch*"}, 0, 0},
+        {"gen --kernels 'nomatch*' --out '%s'", {"nomatch*"}, 1, 0},
+        {"gen --target cpu --out /proc/fa8_cannot", {"/proc/fa8_cannot"}, 0, 0},
+        {"gen --target cpu --profile minimal --out '%s'", {"regular/sub"}, 0, 1},
+        {"gen --target cpu --profile minimal --out '%s'", {"regular", "not a directory"}, 0, 2},
+        {"gen --target cpu", {"--out"}, 0, 0},
+        {"list --bogus", {"--bogus"}, 0, 0},
+        {"gen --out '%s' --frobnicate", {"--frobnicate"}, 1, 0},
+        {"frobnicate", {"frobnicate"}, 0, 0},
+        {"decode fa8_nope", {"fa8_nope"}, 0, 0},
+        /* no CUDA templates yet: refuse, naming the missing template */
+        {"gen --target sm_90a --out '%s'", {"templates/cuda/", ".cu.tpl", "no template"}, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        char args[1024];
+        const char *path = cases[i].where == 1 ? under : cases[i].where == 2 ? regular : nodir;
+        snprintf(args, sizeof args, cases[i].args, path);
+        proc p = fa8("%s", args);
+        cr_assert_eq(p.code, 2, "`fa8 %s`: exit %d (want 2); stderr: %s", args, p.code, p.err);
+        for (int k = 0; k < 3 && cases[i].expect[k]; ++k)
+            cr_assert(strstr(p.err, cases[i].expect[k]), "`fa8 %s`: stderr lacks <%s>: %s", args, cases[i].expect[k],
+                      p.err);
+        cr_assert(!strstr(p.err, "traceback") && !strstr(p.err, "generator failed") && !strstr(p.err, "internal:"),
+                  "`fa8 %s` crashed inside the generator: %s", args, p.err);
+        cr_assert_str_empty(p.out, "`fa8 %s` wrote to stdout: %s", args, p.out);
+        if (cases[i].leaves_no_dir) cr_assert(!exists(nodir), "`fa8 %s` left %s behind", args, nodir);
+    }
+    /* the regular file is still a regular file */
+    char *content = slurp(regular, NULL);
+    cr_assert_str_eq(content, "a regular file\n");
+}
+
+/* =================================================================================================== */
+/* 9. A generated directory is a self-contained bundle: every head geometry, profile default, builds with
+ *    its own Makefile into libfa8_kernels.a defining every instance; manifest.json describes exactly the
+ *    instances the enumerator selects. */
+
+Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
+    const char *out = tmp_path("bundle");
+    proc p = fa8("gen --target cpu --profile default --hdim 64,96,128,192,256,192x128 --out '%s'", out);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    static const char *required[] = {"README.md", "Makefile", "meson.build", "manifest.json", "fa8_desc.h",
+                                     "fa8_instances.h", "fa8_instances.c", "fa8_fp8.h", "fa8_types.h",
+                                     "fa8_kernel_abi.h", "fa8_cpu_tile.h"};
+    for (size_t i = 0; i < sizeof required / sizeof *required; ++i) {
+        char f[1024];
+        snprintf(f, sizeof f, "%s/%s", out, required[i]);
+        size_t n = 0;
+        char *s = slurp(f, &n);
+        cr_assert(s && n > 0, "bundle lacks %s", required[i]);
+        free(s);
+    }
+    /* manifest vs enumerator, manifest vs directory, support headers vs their sources (before make adds .o) */
+    LUA_OK(
+        "local json = require('dkjson')\n"
+        "local dir = TMP .. '/bundle'\n"
+        "local m, _, err = json.decode(read(dir .. '/manifest.json'))\n"
+        "assert(m, 'manifest.json does not parse: ' .. tostring(err))\n"
+        "local res = enumerate.run({ registry = reg, profile = 'default', targets = { 'cpu' },\n"
+        "  hdims = enumerate.parse_hdims('64,96,128,192,256,192x128') })\n"
+        "assert(#m.instances == #res.instances, ('manifest lists %d instances, enumerator %d'):format(#m.instances, #res.instances))\n"
+        "local geos = {}\n"
+        "for i, c in ipairs(res.instances) do\n"
+        "  local e = m.instances[i]\n"
+        "  assert(e.name == c.name, ('instance %d: manifest %s, enumerator %s'):format(i, e.name, c.name))\n"
+        "  assert(e.target == 'cpu' and e.key == c.key, e.name)\n"
+        "  assert(type(e.functional) == 'table' and type(e.tuning) == 'table', e.name .. ' lacks functional/tuning')\n"
+        "  for k, v in pairs(c.functional) do assert(e.functional[k] == v, e.name .. ' functional.' .. k) end\n"
+        "  for _, k in ipairs(schema.tuning_fields) do assert(e.tuning[k] == c.tuning[k], e.name .. ' tuning.' .. k) end\n"
+        "  assert(e.resources and e.resources.smem_bytes == c.resources.smem_bytes, e.name .. ' resources')\n"
+        "  assert(io.open(dir .. '/' .. e.name .. '.c'), 'no source for ' .. e.name)\n"
+        "  if c.functional.dir == 'fwd' then geos[c.functional.hdim_qk .. 'x' .. c.functional.hdim_v] = true end\n"
+        "end\n"
+        "for _, g in ipairs({ '64x64', '96x96', '128x128', '192x192', '256x256', '192x128' }) do\n"
+        "  assert(geos[g], 'no forward for head geometry ' .. g)\n"
+        "end\n"
+        "assert(#m.bundles == #res.bundles and #m.bundles > 0, 'bundle count')\n"
+        "local names = {}\n"
+        "for _, e in ipairs(m.instances) do names[e.name] = true end\n"
+        "for _, b in ipairs(m.bundles) do assert(names[b.fwd] and names[b.delta] and names[b.bwd], b.name) end\n"
+        "assert(m.profile == 'default' and m.fa8_version == read(ROOT .. '/VERSION'):gsub('%s+', ''))\n"
+        "-- files: exactly what is in the directory, besides the manifest itself\n"
+        "local listed = {}\n"
+        "for _, f in ipairs(m.files) do listed[f] = true end\n"
+        "local n = 0\n"
+        "for f in io.popen('ls ' .. q(dir)):lines() do\n"
+        "  if f ~= 'manifest.json' then assert(listed[f], f .. ' not in manifest.files'); n = n + 1 end\n"
+        "end\n"
+        "assert(n == #m.files, ('manifest.files has %d entries, directory %d files'):format(#m.files, n))\n"
+        "-- support headers are verbatim copies\n"
+        "for _, s in ipairs({ 'runtime/include/fa8_fp8.h', 'runtime/include/fa8_types.h',\n"
+        "    'runtime/include/fa8_kernel_abi.h', 'templates/cpu/fa8_cpu_tile.h' }) do\n"
+        "  assert(read(ROOT .. '/' .. s) == read(dir .. '/' .. s:match('[^/]+$')), s .. ' copy differs')\n"
+        "end\n");
+    /* CFLAGS in the environment (not on the make command line, which would override the Makefile's own
+     * `CFLAGS += -std=c11 -ffp-contract=off -I.`): -O0 keeps this test fast */
+    const char *log = tmp_path("make.log");
+    int rc = shell(log, "CFLAGS=-O0 make -C '%s' -j2", out);
+    char *text = slurp(log, NULL);
+    cr_assert_eq(rc, 0, "make failed (%d):\n%.4000s", rc, text ? text : "");
+    cr_assert(strstr(text, "-ffp-contract=off") && strstr(text, "-std=c11"), "compiled without the bundle's flags:\n%.2000s", text);
+    char lib[1024];
+    snprintf(lib, sizeof lib, "%s/libfa8_kernels.a", out);
+    struct stat st;
+    cr_assert(stat(lib, &st) == 0 && st.st_size > 0, "no libfa8_kernels.a");
+    /* the archive defines every instance's entry points and the descriptor table */
+    LUA_OK(
+        "local dir = TMP .. '/bundle'\n"
+        "local syms = {}\n"
+        "local p = assert(io.popen('nm -g --defined-only ' .. q(dir .. '/libfa8_kernels.a')))\n"
+        "for line in p:lines() do local s = line:match(' [TDRB] ([%w_]+)$'); if s then syms[s] = true end end\n"
+        "p:close()\n"
+        "local m = require('dkjson').decode(read(dir .. '/manifest.json'))\n"
+        "for _, e in ipairs(m.instances) do\n"
+        "  assert(syms[e.name] and syms[e.name .. '_items'], 'libfa8_kernels.a does not define ' .. e.name)\n"
+        "end\n"
+        "assert(syms.fa8_instances and syms.fa8_instance_count and syms.fa8_bundles, 'no descriptor table')\n");
+}
+
+/* =================================================================================================== */
+/* 10. The spine acceptance: sm_90a enumerates wgmma and mma instances for every head geometry; decode
+ *     prints the config as JSON. */
+
+Test(gen, sm90a_lists_wgmma_and_mma_per_geometry) {
+    LUA_OK(
+        "local out, code = run('list --target sm_90a')\n"
+        "assert(code == 0, out)\n"
+        "local seen = {}\n"
+        "for line in out:gmatch('[^\\n]+') do\n"
+        "  local name = assert(line:match('^(fa8_[%w_]+)'), line)\n"
+        "  local geo = name:match('_d(%d+v%d+)_')\n"
+        "  if geo then\n"
+        "    -- wgmma is sm_90a's first pipeline: its names carry no pipeline token\n"
+        "    local pipe = name:match('_mma$') and 'mma' or (name:match('_w%d+s%d+$') and 'wgmma') or name\n"
+        "    seen[geo .. '/' .. pipe] = true\n"
+        "  end\n"
+        "end\n"
+        "for _, g in ipairs({ '64v64', '96v96', '128v128', '192v192', '256v256', '192v128' }) do\n"
+        "  assert(seen[g .. '/wgmma'], 'no wgmma instance for d' .. g)\n"
+        "  assert(seen[g .. '/mma'], 'no mma instance for d' .. g)\n"
+        "end\n"
+        "-- the same, from the JSON listing's tuning records (forwards in particular)\n"
+        "local js, code2 = run('list --target sm_90a --json')\n"
+        "assert(code2 == 0, js)\n"
+        "local l = assert(require('dkjson').decode(js))\n"
+        "local fwd = {}\n"
+        "for _, c in ipairs(l) do\n"
+        "  assert(c.target == 'sm_90a')\n"
+        "  if c.functional.dir == 'fwd' then fwd[c.functional.hdim_qk .. 'x' .. c.functional.hdim_v .. c.tuning.pipeline] = true end\n"
+        "end\n"
+        "for _, g in ipairs({ '64x64', '96x96', '128x128', '192x192', '256x256', '192x128' }) do\n"
+        "  assert(fwd[g .. 'wgmma'] and fwd[g .. 'mma'], 'no wgmma+mma forward for ' .. g)\n"
+        "end\n");
+}
+
+Test(gen, decode_prints_config_json) {
+    LUA_OK(
+        "local a = 'fa8_fwd_sm90a_e4m3_d128v128_gqa_causal_m64n64_w4s2_mma'\n"
+        "local b = 'fa8_delta_cpu_e4m3xe5m2_d192v128_mla_full_split_m64n64_w1s1'\n"
+        "local out, code = run('decode ' .. a .. ' ' .. b)\n"
+        "assert(code == 0, out)\n"
+        "local l = assert(require('dkjson').decode(out), out)\n"
+        "assert(#l == 2, 'want two configs')\n"
+        "local x, y = l[1], l[2]\n"
+        "assert(x.name == a and x.target == 'sm_90a' and x.key == 'fa8_fwd_e4m3_d128v128_gqa_causal', x.key)\n"
+        "local f, t = x.functional, x.tuning\n"
+        "assert(f.dir == 'fwd' and f.fmt == 'e4m3' and f.hdim_qk == 128 and f.hdim_v == 128 and f.layout == 'gqa')\n"
+        "assert(f.causal == true and f.variant == 'std' and f.scale == 'block')\n"
+        "assert(t.block_m == 64 and t.block_n == 64 and t.warps == 4 and t.stages == 2 and t.pipeline == 'mma')\n"
+        "assert(x.resources.smem_bytes > 0 and x.resources.regs > 0)\n"
+        "assert(y.functional.fmt_grad == 'e5m2' and y.functional.delta == 'split' and y.functional.layout == 'mla')\n"
+        "assert(y.functional.hdim_qk == 192 and y.functional.hdim_v == 128 and y.tuning.pipeline == 'scalar')\n");
+}
+
+/* =================================================================================================== */
+/* #line directives: the k-th line after `#line N "templates/X"` is line N+k-1 of X (with $(...)
+ * substitutions matched as wildcards), for every directive of every generated file, so compiler errors
+ * point at template lines. A synthetic template with Lua loops checks files with many directives. */
+
+#define LINE_CHECK                                                                                       \
+    "-- template line -> anchored Lua pattern: literal text, $(...) substitutions match anything\n"      \
+    "local function pattern(tl)\n"                                                                       \
+    "  local out, i = {}, 1\n"                                                                           \
+    "  while true do\n"                                                                                  \
+    "    local s, e = tl:find('%$%b()', i)\n"                                                            \
+    "    local lit = s and tl:sub(i, s - 1) or tl:sub(i)\n"                                              \
+    "    out[#out + 1] = lit:gsub('[%^%$%(%)%%%.%[%]%*%+%-%?]', '%%%0')\n"                               \
+    "    if not s then break end\n"                                                                      \
+    "    out[#out + 1] = '.-'; i = e + 1\n"                                                              \
+    "  end\n"                                                                                            \
+    "  return '^' .. table.concat(out) .. '$'\n"                                                         \
+    "end\n"                                                                                              \
+    "local function lines(s)\n"                                                                          \
+    "  local t = {}\n"                                                                                   \
+    "  for l in (s:sub(-1) == '\\n' and s or s .. '\\n'):gmatch('([^\\n]*)\\n') do t[#t + 1] = l end\n" \
+    "  return t\n"                                                                                       \
+    "end\n"                                                                                              \
+    "-- checks `text` (an expansion) against templates under `root`; returns the number of directives\n" \
+    "local function check_lines(text, root, what)\n"                                                     \
+    "  local cache, file, n, directives = {}, nil, nil, 0\n"                                             \
+    "  for i, l in ipairs(lines(text)) do\n"                                                             \
+    "    local ln, f = l:match('^#line (%d+) \"([^\"]+)\"$')\n"                                          \
+    "    if ln then\n"                                                                                   \
+    "      file, n, directives = f, tonumber(ln), directives + 1\n"                                      \
+    "      cache[f] = cache[f] or lines(read(root .. '/' .. f))\n"                                       \
+    "    else\n"                                                                                         \
+    "      assert(file, what .. ': line ' .. i .. ' precedes every #line directive')\n"                  \
+    "      local tl = cache[file][n]\n"                                                                  \
+    "      assert(tl, ('%s:%d claims %s:%d, past its end'):format(what, i, file, n))\n"                  \
+    "      assert(tl:sub(1, 1) ~= '%', ('%s:%d maps to Lua line %s:%d'):format(what, i, file, n))\n"     \
+    "      assert(l:match(pattern(tl)), ('%s:%d is <%s> but %s:%d is <%s>'):format(what, i, l, file, n, tl))\n" \
+    "      n = n + 1\n"                                                                                  \
+    "    end\n"                                                                                          \
+    "  end\n"                                                                                            \
+    "  return directives\n"                                                                              \
+    "end\n"
+
+Test(gen, line_directives_map_to_template_lines) {
+    const char *out = tmp_path("lines");
+    proc p = fa8("gen --target cpu --profile minimal --out '%s'", out);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    LUA_OK(LINE_CHECK
+        "local dir = TMP .. '/lines'\n"
+        "local m = require('dkjson').decode(read(dir .. '/manifest.json'))\n"
+        "local per_dir = {}\n"
+        "for _, e in ipairs(m.instances) do\n"
+        "  local text = read(dir .. '/' .. e.name .. '.c')\n"
+        "  local k = check_lines(text, ROOT, e.name)\n"
+        "  assert(k >= 1, e.name .. ' has no #line directive')\n"
+        "  assert(has(text, '#line 1 \"templates/cpu/' .. e.functional.dir .. '.c.tpl\"'), e.name .. ': wrong template')\n"
+        "  per_dir[e.functional.dir] = true\n"
+        "end\n"
+        "for _, d in ipairs({ 'quant', 'fwd', 'delta', 'bwd' }) do assert(per_dir[d], 'no ' .. d .. ' instance checked') end\n");
+}
+
+Test(gen, line_directives_survive_lua_loops) {
+    /* a template in a scratch root: loops, a conditional, Lua lines between literal runs */
+    char tdir[1024];
+    snprintf(tdir, sizeof tdir, "%s/templates/t", g_tmp);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", tdir);
+    cr_assert_eq(system(cmd), 0);
+    spit(tmp_path("templates/t/loop.c.tpl"),
+         "/* $(title) */\n"
+         "int head;\n"
+         "% for i = 1, n do\n"
+         "int a$(i) = $(i * 2);\n"
+         "int b$(i);\n"
+         "%   if i % 2 == 0 then\n"
+         "int even$(i);\n"
+         "%   end\n"
+         "% end\n"
+         "int tail;\n"
+         "% local unused = 1\n"
+         "int last; /* $(n) */\n");
+    LUA_OK(LINE_CHECK
+        "local emit = require('fa8.emit')\n"
+        "emit.root = TMP\n"
+        "local text = emit.expand('t/loop.c.tpl', { title = 'x', n = 4 })\n"
+        "local k = check_lines(text, TMP, 'loop.c')\n"
+        "-- line 1, then each iteration's body and each even-branch, then after the loop, then the last line\n"
+        "assert(k == 1 + 4 + 2 + 1 + 1, ('%d directives:\\n%s'):format(k, text))\n"
+        "assert(has(text, 'int a3 = 6;') and has(text, 'int even4;') and not has(text, 'int even3;'), text)\n"
+        "-- negative control: the checker notices a directive that is off by one\n"
+        "local shifted = text:gsub('#line 4 ', '#line 5 ', 1)\n"
+        "assert(not pcall(check_lines, shifted, TMP, 'shifted'), 'an off-by-one #line went unnoticed')\n");
+}
