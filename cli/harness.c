@@ -38,7 +38,7 @@ int h_alloc(h_data *d, const h_config *cfg) {
   A(d->q8, d->nq, es); A(d->k8, d->nk, es); A(d->v8, d->nv, es); A(d->do8, d->no, es);
   A(d->qs, sq, 4); A(d->ks, sk, 4); A(d->vs, sk, 4); A(d->dos, sq, 4);
   A(d->qh, d->nq, 4); A(d->kh, d->nk, 4); A(d->vh, d->nv, 4); A(d->doh, d->no, 4);
-  A(d->o, d->no, 2); A(d->orem, d->no, 2); A(d->o32, d->no, 4);
+  A(d->o, d->no, 4); A(d->orem, d->no, 4);   /* BF16, or FP32 with quantization off */ A(d->o32, d->no, 4);
   A(d->lse, d->nrow, 4); A(d->delta, d->nrow, 4);
   A(d->dq, d->nq, 4); A(d->dk, d->nk, 4); A(d->dv, d->nv, 4);
 #undef A
@@ -189,9 +189,10 @@ fa8_status h_run(h_data *d, fa8_delta_mode mode) {
   f.q = qview(d, d->q8, d->qs, Sq, H, p.hdim_qk, p.fmt_qkv);
   f.k = qview(d, d->k8, d->ks, Sk, Hkv, p.hdim_qk, p.fmt_qkv);
   f.v = qview(d, d->v8, d->vs, Sk, Hkv, p.hdim_v, p.fmt_qkv);
-  f.o = seq_view(d->o, FA8_DTYPE_BF16, Sq, H, p.hdim_v);
+  const fa8_dtype odt = d->cfg.quantize_off ? FA8_DTYPE_F32 : FA8_DTYPE_BF16;
+  f.o = seq_view(d->o, odt, Sq, H, p.hdim_v);
   f.o_f32 = seq_view(d->o32, FA8_DTYPE_F32, Sq, H, p.hdim_v);
-  f.o_rem = seq_view(d->orem, FA8_DTYPE_BF16, Sq, H, p.hdim_v);
+  f.o_rem = seq_view(d->orem, odt, Sq, H, p.hdim_v);
   f.lse = row_view(d->lse, H, Sq);
   fa8_status st = fa8_forward(&p, &f, NULL, 0, NULL);
   if (st != FA8_OK) return st;

@@ -21,7 +21,7 @@ typedef struct {
   void *q8, *k8, *v8, *do8;                /* quantized codes (float when quantize_off) */
   float *qs, *ks, *vs, *dos;               /* scales */
   float *qh, *kh, *vh, *doh;               /* dequantized operands (codes x scales) */
-  uint16_t *o, *orem;                      /* BF16 outputs */
+  uint16_t *o, *orem;                      /* BF16 outputs (FP32 data when quantize_off) */
   float *o32, *lse, *delta, *dq, *dk, *dv;
   fa8_rowsum_stats stats;
   void *ws;

@@ -127,6 +127,9 @@ fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qte
 /* ---- attention ---- */
 static const fa8_dtype BF16[1] = { FA8_DTYPE_BF16 }, F32[1] = { FA8_DTYPE_F32 }, IN[2] = { FA8_DTYPE_F32, FA8_DTYPE_BF16 };
 
+/* The saved output (o, o_rem) is BF16; with quantization off (the f32 test format) it is FP32. */
+static const fa8_dtype *o_dtype(const fa8_problem *p) { return p->fmt_qkv == FA8_FMT_F32 ? F32 : BF16; }
+
 static fa8_status check_qkv(const fa8_problem *p, const fa8_qtensor *q, const fa8_qtensor *k, const fa8_qtensor *v) {
   FA8_TRY(fa8__check_qtensor("q", q, p->fmt_qkv, p->batch, p->seqlen_q, p->heads, p->hdim_qk));
   FA8_TRY(fa8__check_qtensor("k", k, p->fmt_qkv, p->batch, p->seqlen_k, p->kv_heads, p->hdim_qk));
@@ -150,11 +153,11 @@ fa8_status fa8_forward(const fa8_problem *p, const fa8_fwd_tensors *t, void *wor
   FA8_TRY(backend_ok(p->backend));
   if (!t) return fa8__fail(FA8_ERR_NULL_POINTER, "tensors is NULL");
   FA8_TRY(check_qkv(p, &t->q, &t->k, &t->v));
-  FA8_TRY(fa8__check_seq_tensor("o", &t->o, 1, BF16, p->batch, p->seqlen_q, p->heads, p->hdim_v));
+  FA8_TRY(fa8__check_seq_tensor("o", &t->o, 1, o_dtype(p), p->batch, p->seqlen_q, p->heads, p->hdim_v));
   if (t->o_f32.data) FA8_TRY(fa8__check_seq_tensor("o_f32", &t->o_f32, 1, F32, p->batch, p->seqlen_q, p->heads, p->hdim_v));
   if (p->delta == FA8_DELTA_SPLIT) {
     if (!t->o_rem.data) return fa8__fail(FA8_ERR_NULL_POINTER, "o_rem.data is NULL: delta mode split writes the output's BF16 remainder there");
-    FA8_TRY(fa8__check_seq_tensor("o_rem", &t->o_rem, 1, BF16, p->batch, p->seqlen_q, p->heads, p->hdim_v));
+    FA8_TRY(fa8__check_seq_tensor("o_rem", &t->o_rem, 1, o_dtype(p), p->batch, p->seqlen_q, p->heads, p->hdim_v));
   }
   FA8_TRY(fa8__check_row_tensor("lse", &t->lse, p->batch, p->heads, p->seqlen_q));
   const int32_t rows[4] = { t->q.scale_rows, t->k.scale_rows, t->v.scale_rows, 0 };
@@ -225,10 +228,10 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
     if (!t->dout.data) return fa8__fail(FA8_ERR_NULL_POINTER, "dout.data is NULL: delta mode stale reads dO before its FP8 cast");
     FA8_TRY(fa8__check_seq_tensor("dout", &t->dout, 2, IN, B, Sq, H, p->hdim_v));
   }
-  FA8_TRY(fa8__check_seq_tensor("o", &t->o, 1, BF16, B, Sq, H, p->hdim_v));
+  FA8_TRY(fa8__check_seq_tensor("o", &t->o, 1, o_dtype(p), B, Sq, H, p->hdim_v));
   if (p->delta == FA8_DELTA_SPLIT) {
     if (!t->o_rem.data) return fa8__fail(FA8_ERR_NULL_POINTER, "o_rem.data is NULL: delta mode split reads the forward's BF16 remainder");
-    FA8_TRY(fa8__check_seq_tensor("o_rem", &t->o_rem, 1, BF16, B, Sq, H, p->hdim_v));
+    FA8_TRY(fa8__check_seq_tensor("o_rem", &t->o_rem, 1, o_dtype(p), B, Sq, H, p->hdim_v));
   }
   FA8_TRY(fa8__check_row_tensor("lse", &t->lse, B, H, Sq));
   FA8_TRY(fa8__check_row_tensor("delta", &t->delta, B, H, Sq));

@@ -12,6 +12,9 @@ enum { BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV) };
 #define MODE_MATCHED $(MODE_MATCHED)
 #define MODE_SPLIT $(MODE_SPLIT)
 #define OPND_BYTES $(OPND_BYTES)
+/* the saved output: BF16, or FP32 with quantization off (test format) */
+#define O_BYTES $(IS_F32 == 1 and 4 or 2)
+static inline float load_o(const void *p, int k) { return O_BYTES == 4 ? ((const float *)p)[k] : fa8_cpu_load_bf16(p, k); }
 
 int64_t $(name)_items(const void *args) {
   const fa8_delta_args *a = (const fa8_delta_args *)args;
@@ -72,21 +75,21 @@ void $(name)(const void *args, int64_t item) {
   matched(a, b, h, m0, mrows, delta);
 #else
   for (int i = 0; i < mrows; ++i) {
-    const void *o = fa8_cpu_row(&a->o, b, m0 + i, h, 2);
+    const void *o = fa8_cpu_row(&a->o, b, m0 + i, h, O_BYTES);
     float s = 0.0f;
 #if MODE_STALE
     /* the saved-output shortcut on dO before its FP8 cast: stale under FP8 operands */
     const void *dout = fa8_cpu_row(&a->dout, b, m0 + i, h, a->dout_type == FA8_IN_BF16 ? 2 : 4);
-    for (int k = 0; k < DV; ++k) s += fa8_cpu_load_in(dout, k, a->dout_type) * fa8_cpu_load_bf16(o, k);
+    for (int k = 0; k < DV; ++k) s += fa8_cpu_load_in(dout, k, a->dout_type) * load_o(o, k);
 #else
     float dh[DV];
     fa8_cpu_decode_row(dh, fa8_cpu_row(&a->do_hat, b, m0 + i, h, OPND_BYTES), DV, FMT_GRAD);
 #if MODE_SPLIT
     /* the two-term forward's output: bf16(O) + its bf16 remainder */
-    const void *orem = fa8_cpu_row(&a->o_rem, b, m0 + i, h, 2);
-    for (int k = 0; k < DV; ++k) s += dh[k] * (fa8_cpu_load_bf16(o, k) + fa8_cpu_load_bf16(orem, k));
+    const void *orem = fa8_cpu_row(&a->o_rem, b, m0 + i, h, O_BYTES);
+    for (int k = 0; k < DV; ++k) s += dh[k] * (load_o(o, k) + load_o(orem, k));
 #else
-    for (int k = 0; k < DV; ++k) s += dh[k] * fa8_cpu_load_bf16(o, k);
+    for (int k = 0; k < DV; ++k) s += dh[k] * load_o(o, k);
 #endif
     s *= fa8_cpu_scale(&a->do_scale, b, h, m0 + i);
 #endif

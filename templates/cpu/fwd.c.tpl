@@ -9,6 +9,8 @@ enum { BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV) };
 #define SPLIT $(SPLIT)
 #define OPND_BYTES $(OPND_BYTES)
 #define P_FMT $(P_FMT)
+/* quantization off (test format): the saved output is FP32 too, so no low-precision cast remains */
+#define O_F32 $(IS_F32)
 
 typedef struct {
   float q[BM][DQK], kt[DQK][BN], v[BN][DV];
@@ -83,8 +85,21 @@ void $(name)(const void *args, int64_t item) {
   for (int i = 0; i < mrows; ++i) {
     const int row = m0 + i;
     const float inv_l = w->l[i] > 0.0f ? 1.0f / w->l[i] : 0.0f;   /* no visible key: O = 0, LSE = -inf */
-    uint16_t *o = (uint16_t *)fa8_cpu_row_out(&a->o, b, row, h, 2);
     float *of = a->o_f32.ptr ? (float *)fa8_cpu_row_out(&a->o_f32, b, row, h, 4) : NULL;
+#if O_F32
+    float *o = (float *)fa8_cpu_row_out(&a->o, b, row, h, 4);
+#if SPLIT
+    float *orem = (float *)fa8_cpu_row_out(&a->o_rem, b, row, h, 4);
+#endif
+    for (int k = 0; k < DV; ++k) {
+      o[k] = w->acc[i][k] * inv_l;
+      if (of) of[k] = o[k];
+#if SPLIT
+      orem[k] = 0.0f;
+#endif
+    }
+#else
+    uint16_t *o = (uint16_t *)fa8_cpu_row_out(&a->o, b, row, h, 2);
 #if SPLIT
     uint16_t *orem = (uint16_t *)fa8_cpu_row_out(&a->o_rem, b, row, h, 2);
 #endif
@@ -96,6 +111,7 @@ void $(name)(const void *args, int64_t item) {
       orem[k] = fa8_bf16_from_f32(ov - fa8_f32_from_bf16(o[k]));
 #endif
     }
+#endif
     a->lse.ptr[(int64_t)b * a->lse.sb + (int64_t)h * a->lse.sh + row] =
         w->l[i] > 0.0f ? (w->m[i] + log2f(w->l[i])) * FA8_LN2 : -INFINITY;
   }
