@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "gpu_mem.h"
 #include "reference.h"
 
 static const char *DELTA_NAMES[4] = { "stale", "dohat", "matched", "split" };
@@ -18,6 +19,27 @@ int h_delta_from_name(const char *s, fa8_delta_mode *out) {
 }
 
 static int64_t nblk(int64_t S, int32_t rows) { return rows <= 0 || rows >= S ? 1 : (S + rows - 1) / rows; }
+
+static int64_t spad(int64_t s) { return (s + 15) / 16 * 16; }
+
+/* device buffers: inputs, codes (row and transposed), scales, outputs, workspaces */
+static int gpu_alloc(h_data *d, int64_t sq, int64_t sk) {
+  const fa8_problem *p = &d->cfg.p;
+  const int64_t B = p->batch, H = p->heads, Hkv = p->kv_heads;
+  int ok = 1;
+  d->g.on = 1;
+#define G(ptr, n) ok &= ((ptr) = h_gpu_alloc((size_t)(n))) != NULL
+  G(d->g.q, d->nq * 4); G(d->g.k, d->nk * 4); G(d->g.v, d->nv * 4); G(d->g.dout, d->no * 4);
+  G(d->g.q8, d->nq); G(d->g.k8, d->nk); G(d->g.v8, d->nv); G(d->g.do8, d->no);
+  G(d->g.q8t, B * H * p->hdim_qk * spad(p->seqlen_q)); G(d->g.k8t, B * Hkv * p->hdim_qk * spad(p->seqlen_k));
+  G(d->g.v8t, B * Hkv * p->hdim_v * spad(p->seqlen_k)); G(d->g.do8t, B * H * p->hdim_v * spad(p->seqlen_q));
+  G(d->g.qs, sq * 4); G(d->g.ks, sk * 4); G(d->g.vs, sk * 4); G(d->g.dos, sq * 4);
+  G(d->g.o, d->no * 2); G(d->g.orem, d->no * 2); G(d->g.o32, d->no * 4); G(d->g.lse, d->nrow * 4);
+  G(d->g.delta, d->nrow * 4); G(d->g.dq, d->nq * 4); G(d->g.dk, d->nk * 4); G(d->g.dv, d->nv * 4);
+  G(d->g.ws, d->ws_bytes); G(d->g.qws, 16);
+#undef G
+  return ok ? 0 : -1;
+}
 
 int h_alloc(h_data *d, const h_config *cfg) {
   memset(d, 0, sizeof *d);
@@ -45,11 +67,16 @@ int h_alloc(h_data *d, const h_config *cfg) {
   fa8_problem pp = *p;
   pp.collect_stats = 1;
   if (ok && fa8_backward_workspace(&pp, &d->ws_bytes) == FA8_OK) ok &= (d->ws = malloc(d->ws_bytes ? d->ws_bytes : 8)) != NULL;
+  if (ok && cfg->p.backend != FA8_BACKEND_CPU) ok = gpu_alloc(d, sq, sk) == 0;
   if (!ok) { h_free(d); return -1; }
   return 0;
 }
 
 void h_free(h_data *d) {
+  void *g[] = { d->g.q, d->g.k, d->g.v, d->g.dout, d->g.q8, d->g.k8, d->g.v8, d->g.do8, d->g.q8t, d->g.k8t, d->g.v8t,
+                d->g.do8t, d->g.qs, d->g.ks, d->g.vs, d->g.dos, d->g.o, d->g.orem, d->g.o32, d->g.lse, d->g.delta,
+                d->g.dq, d->g.dk, d->g.dv, d->g.ws, d->g.qws };
+  for (size_t i = 0; i < sizeof g / sizeof g[0]; ++i) h_gpu_free(g[i]);
   void *ptrs[] = { d->q, d->k, d->v, d->dout, d->q8, d->k8, d->v8, d->do8, d->qs, d->ks, d->vs, d->dos,
                    d->qh, d->kh, d->vh, d->doh, d->o, d->orem, d->o32, d->lse, d->delta, d->dq, d->dk, d->dv, d->ws };
   for (size_t i = 0; i < sizeof ptrs / sizeof ptrs[0]; ++i) free(ptrs[i]);
@@ -120,7 +147,7 @@ static fa8_tensor seq_view(void *data, fa8_dtype dt, int64_t S, int64_t H, int64
 }
 
 static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scales, float *deq, int64_t S, int64_t H,
-                            int64_t D, fa8_fmt fmt) {
+                            int64_t D, fa8_fmt fmt, void *gx, void *gcodes, void *gcodes_t, float *gscales) {
   const h_config *cfg = &d->cfg;
   const int64_t B = cfg->p.batch, n = B * S * H * D;
   if (cfg->quantize_off) {
@@ -135,13 +162,22 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
   qp.batch = (int32_t)B; qp.seqlen = (int32_t)S; qp.heads = (int32_t)H; qp.hdim = (int32_t)D;
   qp.fmt = fmt; qp.scale_rows = cfg->scale_rows; qp.pow2_scales = cfg->pow2_scales;
   qp.backend = cfg->p.backend; qp.num_threads = cfg->p.num_threads;
-  const fa8_tensor xt = seq_view((void *)x, FA8_DTYPE_F32, S, H, D);
+  const int gpu = d->g.on;
+  const fa8_tensor xt = seq_view(gpu ? gx : (void *)x, FA8_DTYPE_F32, S, H, D);
   fa8_qtensor out;
   memset(&out, 0, sizeof out);
-  out.data = seq_view(codes, FA8_DTYPE_FP8, S, H, D);
-  out.scales = scales;
-  fa8_status st = fa8_quantize(&qp, &xt, &out, NULL);
+  out.data = seq_view(gpu ? gcodes : codes, FA8_DTYPE_FP8, S, H, D);
+  out.scales = gpu ? gscales : scales;
+  if (gpu) {   /* GPU MMAs read K-major copies: [B, H, D, S_pad] */
+    fa8_tensor t = { gcodes_t, FA8_DTYPE_FP8, { H * D * spad(S), D * spad(S), spad(S), 1 } };
+    out.data_t = t;
+    if (h_gpu_put(gx, x, (size_t)(B * S * H * D) * 4)) return FA8_ERR_BACKEND;
+  }
+  fa8_status st = fa8_quantize(&qp, &xt, &out, gpu ? d->g.qws : NULL, gpu ? 16 : 0, NULL);
   if (st != FA8_OK) return st;
+  const int64_t nsc = cfg->scale_rows == 0 ? 1 : B * H * nblk(S, cfg->scale_rows);
+  if (gpu && (h_gpu_get(codes, gcodes, (size_t)(B * S * H * D)) || h_gpu_get(scales, gscales, (size_t)nsc * 4)))
+    return FA8_ERR_BACKEND;
   const int64_t nb = nblk(S, cfg->scale_rows);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
@@ -156,17 +192,21 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
 fa8_status h_quantize(h_data *d) {
   const fa8_problem *p = &d->cfg.p;
   fa8_status st;
-  if ((st = quant_one(d, d->q, d->q8, d->qs, d->qh, p->seqlen_q, p->heads, p->hdim_qk, p->fmt_qkv))) return st;
-  if ((st = quant_one(d, d->k, d->k8, d->ks, d->kh, p->seqlen_k, p->kv_heads, p->hdim_qk, p->fmt_qkv))) return st;
-  if ((st = quant_one(d, d->v, d->v8, d->vs, d->vh, p->seqlen_k, p->kv_heads, p->hdim_v, p->fmt_qkv))) return st;
-  return quant_one(d, d->dout, d->do8, d->dos, d->doh, p->seqlen_q, p->heads, p->hdim_v, p->fmt_grad);
+  if ((st = quant_one(d, d->q, d->q8, d->qs, d->qh, p->seqlen_q, p->heads, p->hdim_qk, p->fmt_qkv, d->g.q, d->g.q8, d->g.q8t, d->g.qs))) return st;
+  if ((st = quant_one(d, d->k, d->k8, d->ks, d->kh, p->seqlen_k, p->kv_heads, p->hdim_qk, p->fmt_qkv, d->g.k, d->g.k8, d->g.k8t, d->g.ks))) return st;
+  if ((st = quant_one(d, d->v, d->v8, d->vs, d->vh, p->seqlen_k, p->kv_heads, p->hdim_v, p->fmt_qkv, d->g.v, d->g.v8, d->g.v8t, d->g.vs))) return st;
+  return quant_one(d, d->dout, d->do8, d->dos, d->doh, p->seqlen_q, p->heads, p->hdim_v, p->fmt_grad, d->g.dout, d->g.do8, d->g.do8t, d->g.dos);
 }
 
 /* ---- runs ---- */
-static fa8_qtensor qview(h_data *d, void *codes, float *scales, int64_t S, int64_t H, int64_t D, fa8_fmt fmt) {
+static fa8_qtensor qview(h_data *d, void *codes, float *scales, int64_t S, int64_t H, int64_t D, fa8_fmt fmt, void *codes_t) {
   fa8_qtensor q;
   memset(&q, 0, sizeof q);
   q.data = seq_view(codes, d->cfg.quantize_off ? FA8_DTYPE_F32 : FA8_DTYPE_FP8, S, H, D);
+  if (codes_t) {
+    fa8_tensor t = { codes_t, FA8_DTYPE_FP8, { H * D * spad(S), D * spad(S), spad(S), 1 } };
+    q.data_t = t;
+  }
   q.scales = scales;
   q.scale_rows = d->cfg.scale_rows;
   q.fmt = d->cfg.quantize_off ? FA8_FMT_F32 : fmt;
@@ -184,30 +224,42 @@ fa8_status h_run(h_data *d, fa8_delta_mode mode) {
   p.collect_stats = 1;
   if (d->cfg.quantize_off) p.fmt_qkv = p.fmt_grad = FA8_FMT_F32;
   const int64_t Sq = p.seqlen_q, Sk = p.seqlen_k, H = p.heads, Hkv = p.kv_heads;
+  const int gpu = d->g.on;
+#define BUF(name) (gpu ? (void *)d->g.name : (void *)d->name)
   fa8_fwd_tensors f;
   memset(&f, 0, sizeof f);
-  f.q = qview(d, d->q8, d->qs, Sq, H, p.hdim_qk, p.fmt_qkv);
-  f.k = qview(d, d->k8, d->ks, Sk, Hkv, p.hdim_qk, p.fmt_qkv);
-  f.v = qview(d, d->v8, d->vs, Sk, Hkv, p.hdim_v, p.fmt_qkv);
+  f.q = qview(d, BUF(q8), BUF(qs), Sq, H, p.hdim_qk, p.fmt_qkv, gpu ? d->g.q8t : NULL);
+  f.k = qview(d, BUF(k8), BUF(ks), Sk, Hkv, p.hdim_qk, p.fmt_qkv, gpu ? d->g.k8t : NULL);
+  f.v = qview(d, BUF(v8), BUF(vs), Sk, Hkv, p.hdim_v, p.fmt_qkv, gpu ? d->g.v8t : NULL);
   const fa8_dtype odt = d->cfg.quantize_off ? FA8_DTYPE_F32 : FA8_DTYPE_BF16;
-  f.o = seq_view(d->o, odt, Sq, H, p.hdim_v);
-  f.o_f32 = seq_view(d->o32, FA8_DTYPE_F32, Sq, H, p.hdim_v);
-  f.o_rem = seq_view(d->orem, odt, Sq, H, p.hdim_v);
-  f.lse = row_view(d->lse, H, Sq);
+  f.o = seq_view(BUF(o), odt, Sq, H, p.hdim_v);
+  f.o_f32 = seq_view(BUF(o32), FA8_DTYPE_F32, Sq, H, p.hdim_v);
+  f.o_rem = seq_view(BUF(orem), odt, Sq, H, p.hdim_v);
+  f.lse = row_view(BUF(lse), H, Sq);
   fa8_status st = fa8_forward(&p, &f, NULL, 0, NULL);
   if (st != FA8_OK) return st;
   fa8_bwd_tensors b;
   memset(&b, 0, sizeof b);
   b.q = f.q; b.k = f.k; b.v = f.v;
-  b.dout_q = qview(d, d->do8, d->dos, Sq, H, p.hdim_v, p.fmt_grad);
-  b.dout = seq_view(d->dout, FA8_DTYPE_F32, Sq, H, p.hdim_v);
+  b.dout_q = qview(d, BUF(do8), BUF(dos), Sq, H, p.hdim_v, p.fmt_grad, gpu ? d->g.do8t : NULL);
+  b.dout = seq_view(BUF(dout), FA8_DTYPE_F32, Sq, H, p.hdim_v);
   b.o = f.o; b.o_rem = f.o_rem; b.lse = f.lse;
-  b.delta = row_view(d->delta, H, Sq);
-  b.dq = seq_view(d->dq, FA8_DTYPE_F32, Sq, H, p.hdim_qk);
-  b.dk = seq_view(d->dk, FA8_DTYPE_F32, Sk, Hkv, p.hdim_qk);
-  b.dv = seq_view(d->dv, FA8_DTYPE_F32, Sk, Hkv, p.hdim_v);
+  b.delta = row_view(BUF(delta), H, Sq);
+  b.dq = seq_view(BUF(dq), FA8_DTYPE_F32, Sq, H, p.hdim_qk);
+  b.dk = seq_view(BUF(dk), FA8_DTYPE_F32, Sk, Hkv, p.hdim_qk);
+  b.dv = seq_view(BUF(dv), FA8_DTYPE_F32, Sk, Hkv, p.hdim_v);
   b.stats = &d->stats;
-  return fa8_backward(&p, &b, d->ws, d->ws_bytes, NULL);
+  st = fa8_backward(&p, &b, BUF(ws), d->ws_bytes, NULL);
+#undef BUF
+  if (st != FA8_OK || !gpu) return st;
+  /* bring the results back for comparison */
+  const struct { void *h; const void *g; int64_t n; } back[] = {
+    { d->o, d->g.o, d->no * 2 }, { d->orem, d->g.orem, d->no * 2 }, { d->o32, d->g.o32, d->no * 4 },
+    { d->lse, d->g.lse, d->nrow * 4 }, { d->delta, d->g.delta, d->nrow * 4 }, { d->dq, d->g.dq, d->nq * 4 },
+    { d->dk, d->g.dk, d->nk * 4 }, { d->dv, d->g.dv, d->nv * 4 } };
+  for (size_t i = 0; i < sizeof back / sizeof back[0]; ++i)
+    if (h_gpu_get(back[i].h, back[i].g, (size_t)back[i].n)) return FA8_ERR_BACKEND;
+  return FA8_OK;
 }
 
 /* ---- references ---- */

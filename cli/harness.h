@@ -26,9 +26,17 @@ typedef struct {
   fa8_rowsum_stats stats;
   void *ws;
   size_t ws_bytes;
+  /* GPU backends: device copies (the host arrays above then hold what was downloaded) */
+  struct {
+    void *q, *k, *v, *dout;                       /* FP32 inputs */
+    void *q8, *k8, *v8, *do8, *q8t, *k8t, *v8t, *do8t;
+    float *qs, *ks, *vs, *dos;
+    void *o, *orem, *o32, *lse, *delta, *dq, *dk, *dv, *ws, *qws;
+    int on;
+  } g;
 } h_data;
 
-/* Allocate for cfg (inputs zeroed). 0 ok, -1 out of memory. */
+/* Allocate for cfg (inputs zeroed; device buffers too when cfg->p.backend is a GPU). 0 ok, -1 out of memory. */
 int h_alloc(h_data *d, const h_config *cfg);
 void h_free(h_data *d);
 

@@ -216,7 +216,7 @@ static int quant_into(kit *k, tbuf *x, fa8_qtensor *q, int64_t S, int64_t H, int
   fa8_quant_problem_init(&qp);
   qp.batch = k->c.B; qp.seqlen = (int32_t)S; qp.heads = (int32_t)H; qp.hdim = (int32_t)D;
   qp.fmt = fmt; qp.scale_rows = k->c.rows; qp.num_threads = k->c.threads;
-  const fa8_status st = fa8_quantize(&qp, &x->t, q, NULL);
+  const fa8_status st = fa8_quantize(&qp, &x->t, q, NULL, 0, NULL);
   if (st == FA8_ERR_UNSUPPORTED) return 0;
   cr_assert_eq(st, FA8_OK, "fa8_quantize: %s", fa8_last_error());
   return 1;
@@ -380,7 +380,7 @@ Test(null, problem) {
   EXPECT(fa8_forward_workspace(NULL, &b), FA8_ERR_NULL_POINTER, "problem");
   EXPECT(fa8_backward_workspace(NULL, &b), FA8_ERR_NULL_POINTER, "problem");
   fa8_qtensor out = k.f.q;
-  EXPECT(fa8_quantize(NULL, &k.xq.t, &out, NULL), FA8_ERR_NULL_POINTER, "problem");
+  EXPECT(fa8_quantize(NULL, &k.xq.t, &out, NULL, 0, NULL), FA8_ERR_NULL_POINTER, "problem");
   kit_free(&k);
 }
 
@@ -396,9 +396,9 @@ Test(null, tensors_and_outputs) {
   fa8_quant_problem_init(&qp);
   qp.batch = 2; qp.seqlen = 70; qp.heads = 4; qp.hdim = 64; qp.scale_rows = 64;
   fa8_qtensor out = k.f.q;
-  EXPECT(fa8_quantize(&qp, NULL, &out, NULL), FA8_ERR_NULL_POINTER, "x");
-  EXPECT(fa8_quantize(&qp, &k.xq.t, NULL, NULL), FA8_ERR_NULL_POINTER, "out");
-  EXPECT_OK(fa8_quantize(&qp, &k.xq.t, &out, NULL));
+  EXPECT(fa8_quantize(&qp, NULL, &out, NULL, 0, NULL), FA8_ERR_NULL_POINTER, "x");
+  EXPECT(fa8_quantize(&qp, &k.xq.t, NULL, NULL, 0, NULL), FA8_ERR_NULL_POINTER, "out");
+  EXPECT_OK(fa8_quantize(&qp, &k.xq.t, &out, NULL, 0, NULL));
   kit_free(&k);
 }
 
@@ -519,8 +519,8 @@ Test(quantize, invalid_problem) {
   base.batch = 2; base.seqlen = 70; base.heads = 4; base.hdim = 64; base.scale_rows = 64;
   fa8_qtensor out = k.f.q;
   fa8_quant_problem p;
-  EXPECT_OK(fa8_quantize(&base, &k.xq.t, &out, NULL));
-#define QP(stmt, st, ...) do { p = base; stmt; out = k.f.q; EXPECT(fa8_quantize(&p, &k.xq.t, &out, NULL), st, __VA_ARGS__); } while (0)
+  EXPECT_OK(fa8_quantize(&base, &k.xq.t, &out, NULL, 0, NULL));
+#define QP(stmt, st, ...) do { p = base; stmt; out = k.f.q; EXPECT(fa8_quantize(&p, &k.xq.t, &out, NULL, 0, NULL), st, __VA_ARGS__); } while (0)
   QP(p.batch = 0, FA8_ERR_INVALID_ARGUMENT, "batch (0)");
   QP(p.seqlen = -1, FA8_ERR_INVALID_ARGUMENT, "seqlen (-1)");
   QP(p.heads = 0, FA8_ERR_INVALID_ARGUMENT, "heads (0)");
@@ -547,7 +547,7 @@ Test(quantize, invalid_problem) {
   memset(&o80, 0, sizeof o80);
   o80.data = (fa8_tensor){ c80, FA8_DTYPE_FP8, { 2 * 3 * 80, 3 * 80, 80, 1 } };
   o80.scales = sc;
-  EXPECT(fa8_quantize(&q, &xt, &o80, NULL), FA8_ERR_UNSUPPORTED, "head dim 80", "e4m3");
+  EXPECT(fa8_quantize(&q, &xt, &o80, NULL, 0, NULL), FA8_ERR_UNSUPPORTED, "head dim 80", "e4m3");
   free(x80); free(c80);
   kit_free(&k);
 }
@@ -560,7 +560,7 @@ Test(quantize, invalid_tensors) {
   p.batch = 2; p.seqlen = 70; p.heads = 4; p.hdim = 64; p.scale_rows = 64;
   fa8_tensor x;
   fa8_qtensor out;
-#define QT(stmt, st, ...) do { x = k.xq.t; out = k.f.q; out.data_t = k.q8t.t; stmt; EXPECT(fa8_quantize(&p, &x, &out, NULL), st, __VA_ARGS__); } while (0)
+#define QT(stmt, st, ...) do { x = k.xq.t; out = k.f.q; out.data_t = k.q8t.t; stmt; EXPECT(fa8_quantize(&p, &x, &out, NULL, 0, NULL), st, __VA_ARGS__); } while (0)
   QT((void)0, FA8_OK, "");
   QT(x.data = NULL, FA8_ERR_NULL_POINTER, "x.data");
   QT(x.dtype = FA8_DTYPE_FP8, FA8_ERR_INVALID_ARGUMENT, "x.dtype is fp8", "f32 or bf16");

@@ -175,7 +175,7 @@ static fa8_status qrun_quantize(qrun *r) {
   out.scales = r->scales;
   out.scale_rows = 12345; /* set by fa8_quantize */
   out.fmt = (fa8_fmt)3;
-  const fa8_status st = fa8_quantize(&p, &x, &out, NULL);
+  const fa8_status st = fa8_quantize(&p, &x, &out, NULL, 0, NULL);
   if (st == FA8_OK) {
     cr_assert_eq(out.fmt, c->fmt, "fa8_quantize must set out->fmt");
     cr_assert_eq(out.scale_rows, c->rows, "fa8_quantize must set out->scale_rows");
@@ -640,7 +640,7 @@ Test(quant, strided_views_match_contiguous) {
     memset(&out, 0, sizeof out);
     out.data = (fa8_tensor){ cb, FA8_DTYPE_FP8, { cs0, cs1, cs2, 1 } };
     out.scales = sc;
-    st = fa8_quantize(&p, &x, &out, NULL);
+    st = fa8_quantize(&p, &x, &out, NULL, 0, NULL);
     cr_assert_eq(st, FA8_OK, "%s", fa8_last_error());
     for (int64_t i = 0; i < r.nscale; ++i) cr_assert_eq(memcmp(&sc[i], &r.scales[i], 4), 0, "scale %lld differs", (long long)i);
     for (int64_t i = r.nscale; i < r.nscale + 8; ++i) cr_assert_eq(sc[i], SCALE_SENTINEL);

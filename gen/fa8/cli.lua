@@ -33,6 +33,9 @@ local function add_filters(cmd)
   cmd:option("--delta", "Delta modes: stale, dohat, matched, split. Default: all.")
   cmd:option("--profile", "Profile: " .. table.concat(profiles.order, ", ") .. ".", "default")
   cmd:option("--kernels", "Instance-name globs, comma separated (e.g. 'fa8_fwd_*d128*').")
+  cmd:option("--pipelines", "Only these pipelines (scalar, mma, wgmma, mfma), comma separated.")
+  cmd:flag("--mirror-cpu", "Add CPU instances with every tile the GPU targets use (GPU checks need them).")
+    :target("mirror_cpu")
   cmd:option("--targets-file", "A Lua file defining more targets (repeatable).")
     :count("*"):target("targets_file")
 end
@@ -45,6 +48,8 @@ local function enumerate_from(args)
   if args.hdim then opts.hdims = enumerate.parse_hdims(args.hdim); opts.hdim_text = args.hdim end
   if args.layout then opts.layouts = check_values("--layout", csv(args.layout), "layout") end
   if args.delta then opts.deltas = check_values("--delta", csv(args.delta), "delta") end
+  if args.pipelines then opts.pipelines = check_values("--pipelines", csv(args.pipelines), "pipeline") end
+  opts.mirror_cpu = args.mirror_cpu
   return enumerate.run(opts), reg
 end
 

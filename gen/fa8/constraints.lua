@@ -112,7 +112,25 @@ M.predicates = {
         if t.block_m ~= 64 * consumers then
           return false, ("BLOCK_M %d must be 64 x %d consumer warpgroups"):format(t.block_m, consumers)
         end
-      elseif t.pipeline == "mma" or t.pipeline == "mfma" then
+      elseif t.pipeline == "mma" then
+        -- templates/cuda: the forward gives each warp 16 whole rows; the backward tiles S/dP as
+        -- (BLOCK_M/16 row warps) x (the rest along keys) and splits dK/dV columns over all warps
+        local dir, wm = cfg.functional.dir, t.block_m // 16
+        if t.block_m % 16 ~= 0 then return false, ("BLOCK_M %d is not a multiple of 16"):format(t.block_m) end
+        if dir == "fwd" and t.warps ~= wm then
+          return false, ("BLOCK_M %d is not covered by %d warps of 16 rows (the forward needs %d)"):format(t.block_m, t.warps, wm)
+        end
+        if dir == "bwd" or dir == "delta" then
+          if t.warps % wm ~= 0 then return false, ("%d warps do not split into %d row groups"):format(t.warps, wm) end
+          local wn = t.warps // wm
+          if (t.block_n // wn) % 8 ~= 0 or t.block_n % wn ~= 0 then
+            return false, ("BLOCK_N %d does not split into %d column groups of 8"):format(t.block_n, wn)
+          end
+          for _, d in ipairs({ cfg.functional.hdim_qk, cfg.functional.hdim_v }) do
+            if d % (t.warps * 8) ~= 0 then return false, ("head dim %d does not split over %d warps x 8 columns"):format(d, t.warps) end
+          end
+        end
+      elseif t.pipeline == "mfma" then
         local rows = tg.mma[t.pipeline].m
         if t.block_m % (rows * t.warps) ~= 0 and t.block_m ~= rows * t.warps then
           return false, ("BLOCK_M %d is not covered by %d warps of %d rows"):format(t.block_m, t.warps, rows)

@@ -9,6 +9,7 @@ local bundle = require("fa8.bundle")
 local targets = require("fa8.targets")
 
 local M = {}
+local note_mirror, tiles_for   -- per-run helpers defined in M.run
 
 local LAYOUT_RANK = { mha = 0, mqa = 1, mla = 2, gqa = 3 }   -- most specialized first
 local SCALE_RANK = { tensor = 0, block = 1 }
@@ -92,7 +93,8 @@ local function sort_key(c)
   }, "|")
 end
 
--- opts: profile, targets (list of names), hdims (list of pairs), layouts, deltas, kernels (glob), registry
+-- opts: profile, targets (list of names), hdims (list of pairs), layouts, deltas, kernels (glob), registry,
+--       pipelines (list), mirror_cpu (bool)
 function M.run(opts)
   local reg = opts.registry or targets.registry()
   local pname = opts.profile or "default"
@@ -123,13 +125,38 @@ function M.run(opts)
     return c
   end
 
-  for _, tname in ipairs(tnames) do
+  -- CPU mirrors: with opts.mirror_cpu the cpu target also gets every (BLOCK_M, BLOCK_N) the GPU targets use,
+  -- so each GPU instance has a CPU twin with the same tiling (tiles change P and dS quantization) to be
+  -- checked against. GPU targets are therefore enumerated first.
+  local mirror = { fwd = {}, bwd = {} }
+  note_mirror = function(dir, gkey, c)
+    if c.target.backend == "cpu" then return end
+    local l = mirror[dir][gkey] or {}
+    mirror[dir][gkey] = l
+    local k = c.tuning.block_m .. "x" .. c.tuning.block_n
+    if not l[k] then l[k] = true; l[#l + 1] = { c.tuning.block_m, c.tuning.block_n, 1, 1, mirror = true } end
+  end
+  tiles_for = function(pn, pipe, dir, qk, v, tg, gkey)
+    local list = profiles.tiles(pn, pipe, dir, math.max(qk, v))
+    if opts.mirror_cpu and tg.backend == "cpu" then
+      list = { table.unpack(list) }
+      for _, t in ipairs(mirror[dir][gkey] or {}) do list[#list + 1] = t end
+    end
+    return list
+  end
+  local ordered = {}
+  for _, tname in ipairs(tnames) do if targets.lookup(reg, tname).backend ~= "cpu" then ordered[#ordered + 1] = tname end end
+  for _, tname in ipairs(tnames) do if targets.lookup(reg, tname).backend == "cpu" then ordered[#ordered + 1] = tname end end
+  local want_pipes = set_of(opts.pipelines)
+
+  for _, tname in ipairs(ordered) do
     local tg = targets.lookup(reg, tname)
     local qkv_fmts, grad_fmts = profiles.formats(prof, tg)
     local fmt_list = {}
     for _, f in ipairs(qkv_fmts) do fmt_list[#fmt_list + 1] = { f, grad_fmts } end
     if prof.test_f32 and tg.backend == "cpu" then fmt_list[#fmt_list + 1] = { "f32", { "f32" }, test = true } end
     for _, pipe in ipairs(tg.pipelines) do
+      if not want_pipes or want_pipes[pipe] then
       -- quantizer: one per (format, head dim, input type)
       local dims, dseen = {}, {}
       for _, g in ipairs(geoms) do
@@ -149,7 +176,7 @@ function M.run(opts)
         for _, d in ipairs(dims) do
           for _, it in ipairs(prof.intypes) do
             for _, sc in ipairs(prof.scales) do
-              for _, tile in ipairs(profiles.tiles(pname, pipe, "quant")) do
+              for _, tile in ipairs(profiles.tiles(pname, pipe, "quant", d)) do
                 add(cfg("quant", tg, { fmt = f, hdim = d, intype = it, scale = sc }, tile, pipe))
               end
             end
@@ -168,19 +195,29 @@ function M.run(opts)
                 for _, causal in ipairs(prof.causal) do
                   for _, sc in ipairs(prof.scales) do
                     local base = { fmt = fmt, hdim_qk = qk, hdim_v = v, layout = layout, causal = causal, scale = sc }
-                    -- forwards: every tile, both variants
+                    local gkey = qk .. "x" .. v
+                    -- forwards: both variants; first_fit profiles keep the first tile that fits (mirrors extra)
                     local fwd_of = {}
                     for _, variant in ipairs({ "std", "split" }) do
-                      for _, tile in ipairs(profiles.tiles(pname, pipe, "fwd")) do
-                        local f = schema.copy(base); f.variant = variant
-                        local c = add(cfg("fwd", tg, f, tile, pipe))
-                        fwd_of[variant] = fwd_of[variant] or c
+                      local have = false
+                      for _, tile in ipairs(tiles_for(pname, pipe, "fwd", qk, v, tg, gkey)) do
+                        if not (have and prof.first_fit and not tile.mirror) then
+                          local f = schema.copy(base); f.variant = variant
+                          local c = add(cfg("fwd", tg, f, tile, pipe))
+                          if c then
+                            have = have or not tile.mirror
+                            fwd_of[variant] = fwd_of[variant] or c
+                            note_mirror("fwd", gkey, c)
+                          end
+                        end
                       end
                     end
                     for _, gf in ipairs(grads) do
-                      for _, tile in ipairs(profiles.tiles(pname, pipe, "bwd")) do
+                      local have = false
+                      for _, tile in ipairs(tiles_for(pname, pipe, "bwd", qk, v, tg, gkey)) do
                         local bf = schema.copy(base); bf.fmt_grad = gf
-                        local bwd = add(cfg("bwd", tg, bf, tile, pipe))
+                        local bwd = not (have and prof.first_fit and not tile.mirror) and add(cfg("bwd", tg, bf, tile, pipe)) or nil
+                        if bwd then have = have or not tile.mirror; note_mirror("bwd", gkey, bwd) end
                         for _, mode in ipairs(prof.deltas) do
                           if bwd and (not want_deltas or want_deltas[mode]) then
                             local df = schema.copy(bf); df.delta = mode
@@ -199,6 +236,7 @@ function M.run(opts)
             end
           end
         end
+      end
       end
     end
   end

@@ -12,12 +12,17 @@ local M = {}
 M.backends = {
   cpu = { ext = "c", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
     "runtime/include/fa8_kernel_abi.h", "templates/cpu/fa8_cpu_tile.h" } },
-  cuda = { ext = "cu", support = {} },
+  cuda = { ext = "cu", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
+    "runtime/include/fa8_kernel_abi.h", "templates/cuda/fa8_cuda_tile.cuh" } },
   hip = { ext = "hip", support = {} },
 }
 
+-- A backend's portable pipeline (scalar, mma) uses <dir>.<ext>.tpl; others <dir>_<pipeline>.<ext>.tpl.
+local BASE_PIPELINE = { scalar = true, mma = true }
 local function template_for(c)
-  return ("%s/%s.%s.tpl"):format(c.target.backend, c.functional.dir, M.backends[c.target.backend].ext)
+  local dir = c.functional.dir
+  if not BASE_PIPELINE[c.tuning.pipeline] and dir ~= "quant" then dir = dir .. "_" .. c.tuning.pipeline end
+  return ("%s/%s.%s.tpl"):format(c.target.backend, dir, M.backends[c.target.backend].ext)
 end
 
 function M.instance_file(c) return c.name .. "." .. M.backends[c.target.backend].ext end
@@ -104,7 +109,7 @@ function M.run(res, opts, meta)
   end
   if opts.bundle_files then
     local sources = {}
-    for _, name in ipairs(files) do if name:match("%.c$") then sources[#sources + 1] = name end end
+    for _, name in ipairs(files) do if name:match("%.c$") or name:match("%.cu$") then sources[#sources + 1] = name end end
     local env = { sources = sources, meta = meta, res = res, count = #res.instances }
     put("README.md", emit.expand("bundle/README.md.tpl", env, { no_line = true }))
     put("Makefile", emit.expand("bundle/Makefile.tpl", env, { no_line = true }))

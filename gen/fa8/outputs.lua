@@ -42,6 +42,7 @@ M.desc_fields = {
   { "int32_t", "rem_scale_log2", function() return tostring(schema.conventions.rem_scale_log2) end },
   { "fa8_cpu_run_fn", "cpu_run", function(c) return c.target.backend == "cpu" and ("%s"):format(c.name) or "NULL" end },
   { "fa8_cpu_items_fn", "cpu_items", function(c) return c.target.backend == "cpu" and (c.name .. "_items") or "NULL" end },
+  { "fa8_gpu_launch_fn", "gpu_launch", function(c) return c.target.backend ~= "cpu" and (c.name .. "_launch") or "NULL" end },
 }
 
 function M.desc_header(meta)
@@ -99,6 +100,8 @@ function M.instances_header(meta, res)
     if c.target.backend == "cpu" then
       p(("void %s(const void *args, int64_t item);"):format(c.name))
       p(("int64_t %s_items(const void *args);"):format(c.name))
+    else
+      p(("int %s_launch(const void *args, void *stream);"):format(c.name))
     end
   end
   p("/* In dispatch order: most specialized first; the first instance that fits a problem is the heuristic choice. */")

@@ -2,7 +2,9 @@
 --   minimal : one tile per (format, geometry) for CI, few geometries
 --   default : the shipping set, every head geometry
 --   tuning  : the autotuner's candidate set (several tiles per key; pruned by constraints before building)
--- Tiles are {block_m, block_n, warps, stages} per (backend or pipeline, direction).
+-- Tiles are {block_m, block_n, warps, stages, dmin = , dmax = } per (pipeline, direction); dmin/dmax restrict a
+-- tile to head dims (the larger of qk and v) in that range. Profiles with `first_fit` keep, per functional key,
+-- only the first tile that passes every constraint (one instance per key: the shipping set); `tuning` keeps all.
 local schema = require("fa8.schema")
 
 local M = {}
@@ -13,7 +15,10 @@ local ALL_DELTAS = { "stale", "dohat", "matched", "split" }
 local tiles = {
   default = {
     scalar = { quant = { { 64, 64, 1, 1 } }, fwd = { { 64, 64, 1, 1 } }, bwd = { { 64, 64, 1, 1 } } },
-    mma    = { quant = { { 64, 64, 4, 1 } }, fwd = { { 64, 64, 4, 2 } },  bwd = { { 64, 64, 4, 2 } } },
+    -- portable mma.sync: 16 rows per warp; large head dims shrink the key tile (registers) or both tiles (smem)
+    mma    = { quant = { { 64, 64, 4, 1 } }, fwd = { { 64, 64, 4, 2, dmax = 128 }, { 64, 32, 4, 2, dmin = 129 } },
+               bwd = { { 64, 64, 8, 1, dmax = 128 }, { 64, 32, 4, 1, dmax = 128 }, { 64, 32, 8, 1, dmin = 129 },
+                      { 32, 32, 4, 1, dmin = 129 } } },
     wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2 } }, bwd = { { 128, 128, 12, 2 } } },
     mfma   = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 64, 4, 1 } }, bwd = { { 64, 64, 2, 1 } } },
   },
@@ -21,9 +26,9 @@ local tiles = {
     scalar = { quant = { { 64, 64, 1, 1 } },
                fwd = { { 64, 64, 1, 1 }, { 64, 128, 1, 1 }, { 128, 64, 1, 1 }, { 128, 128, 1, 1 } },
                bwd = { { 64, 64, 1, 1 }, { 64, 128, 1, 1 }, { 128, 64, 1, 1 }, { 128, 128, 1, 1 } } },
-    mma    = { quant = { { 64, 64, 4, 1 }, { 128, 64, 8, 1 } },
-               fwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 }, { 128, 64, 4, 2 } },
-               bwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 } } },
+    mma    = { quant = { { 64, 64, 4, 1 } },
+               fwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 }, { 64, 32, 4, 2 } },
+               bwd = { { 64, 64, 4, 1 }, { 64, 32, 8, 1 }, { 32, 32, 4, 1 }, { 64, 64, 8, 1 }, { 128, 64, 8, 1 } } },
     wgmma  = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 128, 12, 2 }, { 128, 160, 12, 2 }, { 128, 224, 12, 2 }, { 192, 128, 16, 2 },
                        { 192, 160, 16, 2 }, { 128, 256, 12, 2 }, { 128, 64, 12, 3 }, { 64, 128, 8, 2 } },
@@ -47,13 +52,13 @@ M.defs = {
     description = "CI: three geometries, one tile, E4M3 gradients",
     geometries = { { 64, 64 }, { 128, 128 }, { 192, 128 } },
     layouts = { "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "first",
-    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true,
+    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true, first_fit = true,
   },
   default = {
     description = "shipping set: every head geometry, E4M3 and E5M2 gradients",
     geometries = schema.head_geometries,
     layouts = { "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "all",
-    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true,
+    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true, first_fit = true,
   },
   tuning = {
     description = "autotuner candidates: several tiles per key, MHA-specialized instances too",
@@ -78,11 +83,16 @@ function M.formats(profile, target)
   return qkv, grads
 end
 
-function M.tiles(profile_name, pipeline, dir)
+-- Tiles for (profile, pipeline, direction) and a head geometry (the larger head dim decides dmin/dmax).
+function M.tiles(profile_name, pipeline, dir, hdim)
   local set = tiles[profile_name][pipeline]
   if not set then return {} end
   if dir == "delta" then dir = "bwd" end      -- the delta prep shares the backward's tile (bundle rule)
-  return set[dir] or {}
+  local out = {}
+  for _, t in ipairs(set[dir] or {}) do
+    if not hdim or ((t.dmin or 0) <= hdim and hdim <= (t.dmax or math.huge)) then out[#out + 1] = t end
+  end
+  return out
 end
 
 return M

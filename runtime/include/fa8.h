@@ -75,8 +75,13 @@ typedef struct {
 void fa8_quant_problem_init(fa8_quant_problem *p);
 /* Scale count for a quantized tensor: batch * heads * nblk. */
 int64_t fa8_quant_scale_count(const fa8_quant_problem *p);
-/* x: F32 or BF16 [B, S, H, D]. out: data (FP8), optional data_t, scales; out->fmt / scale_rows are set. */
-fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qtensor *out, void *stream);
+/* Workspace fa8_quantize needs (the GPU's per-tensor amax reduction; 0 on the CPU). */
+fa8_status fa8_quantize_workspace(const fa8_quant_problem *p, size_t *bytes);
+/* x: F32 or BF16 [B, S, H, D]. out: data (FP8), optional data_t, scales; out->fmt / scale_rows are set.
+ * On the CPU a block holding NaN/Inf makes the call return FA8_ERR_NONFINITE; on a GPU the call is
+ * asynchronous, so such a block is marked by a NaN scale instead (the backward then yields NaN). */
+fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qtensor *out, void *workspace,
+                        size_t workspace_bytes, void *stream);
 
 /* ---- attention ---- */
 typedef struct {

@@ -87,6 +87,9 @@ typedef struct {
 /* CPU entry points: every CPU instance exports NAME (one work item) and NAME_items (how many). */
 typedef void (*fa8_cpu_run_fn)(const void *args, int64_t item);
 typedef int64_t (*fa8_cpu_items_fn)(const void *args);
+/* GPU entry points: every CUDA/HIP instance exports NAME_launch(args, stream), returning 0 or the runtime's
+ * error code; it enqueues its kernels on the stream and never synchronizes. */
+typedef int (*fa8_gpu_launch_fn)(const void *args, void *stream);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "fa8_internal.h"
 
@@ -50,15 +51,29 @@ static float softmax_scale(const fa8_problem *p) {
 
 static fa8_status backend_ok(fa8_backend be) {
   if ((int)be < 0 || be > FA8_BACKEND_HIP) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "backend (%d) is not a valid fa8_backend", (int)be);
-  if (be != FA8_BACKEND_CPU)
-    return fa8__fail(FA8_ERR_UNSUPPORTED, "backend %s is not built into this fa8 (the CPU backend is)",
-                     be == FA8_BACKEND_CUDA ? "cuda" : "hip");
-  return FA8_OK;
+  return be == FA8_BACKEND_CPU ? FA8_OK : fa8__gpu_check_device(be);
+}
+
+static fa8_status run(const fa8_kernel_desc *d, const void *args, int32_t num_threads, void *stream) {
+  return d->backend == FA8_BACKEND_CPU ? fa8__cpu_run(d, args, num_threads) : fa8__gpu_run(d, args, stream);
 }
 
 /* ---- quantize ---- */
-fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qtensor *out, void *stream) {
-  (void)stream;
+static size_t quant_ws(const fa8_quant_problem *p) {
+  return p->backend != FA8_BACKEND_CPU && p->scale_rows == 0 ? 16 : 0;   /* device amax + scale for per-tensor */
+}
+
+fa8_status fa8_quantize_workspace(const fa8_quant_problem *p, size_t *bytes) {
+  fa8__clear_error();
+  if (!p) return fa8__fail(FA8_ERR_NULL_POINTER, "problem is NULL");
+  if (!bytes) return fa8__fail(FA8_ERR_NULL_POINTER, "bytes is NULL");
+  FA8_TRY(backend_ok(p->backend));
+  *bytes = quant_ws(p);
+  return FA8_OK;
+}
+
+fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qtensor *out, void *workspace,
+                        size_t workspace_bytes, void *stream) {
   fa8__clear_error();
   if (!p) return fa8__fail(FA8_ERR_NULL_POINTER, "problem is NULL");
   if (!out) return fa8__fail(FA8_ERR_NULL_POINTER, "out is NULL");
@@ -77,6 +92,11 @@ fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qte
   out->fmt = p->fmt;
   out->scale_rows = p->scale_rows;
   FA8_TRY(fa8__check_qtensor("out", out, p->fmt, p->batch, p->seqlen, p->heads, p->hdim));
+  const int gpu = p->backend != FA8_BACKEND_CPU;
+  if (gpu) FA8_TRY(fa8__check_gpu_fp8("out", out, 0));
+  if (workspace_bytes < quant_ws(p) || (quant_ws(p) && (!workspace || (uintptr_t)workspace % 16)))
+    return fa8__fail(FA8_ERR_WORKSPACE, "workspace (%p, %zu bytes) is below fa8_quantize_workspace (%zu bytes, 16-byte aligned)",
+                     workspace, workspace_bytes, quant_ws(p));
   fa8_status st = FA8_OK;
   const fa8_intype in = x->dtype == FA8_DTYPE_BF16 ? FA8_IN_BF16 : FA8_IN_F32;
   const fa8_kernel_desc *d = fa8__find_quant(p->backend, p->fmt, p->hdim, in, &st);
@@ -92,7 +112,11 @@ fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qte
   const int64_t nb = fa8__nblocks(p->seqlen, p->scale_rows);
   fa8_scales_out so = { out->scales, (int64_t)p->heads * nb, nb, p->scale_rows > 0 ? p->scale_rows : INT32_MAX };
   float fixed;
-  if (p->scale_rows == 0) {
+  if (p->scale_rows == 0 && gpu) {
+    /* the GPU reduces the amax on the device, into the workspace */
+    a.fixed_scale = (const float *)workspace;
+    so.sb = so.sh = 0;
+  } else if (p->scale_rows == 0) {
     /* per-tensor: one amax over everything, then every block uses that scale */
     float amax = 0.0f;
     for (int64_t b = 0; b < p->batch; ++b)
@@ -113,8 +137,8 @@ fa8_status fa8_quantize(const fa8_quant_problem *p, const fa8_tensor *x, fa8_qte
     so.sb = so.sh = 0;
   }
   a.scale = so;
-  FA8_TRY(fa8__cpu_run(d, &a, p->num_threads));
-  if (p->scale_rows > 0)
+  FA8_TRY(run(d, &a, p->num_threads, stream));
+  if (p->scale_rows > 0 && !gpu)
     for (int64_t b = 0; b < p->batch; ++b)
       for (int64_t h = 0; h < p->heads; ++h)
         for (int64_t k = 0; k < nb; ++k)
@@ -147,12 +171,17 @@ fa8_status fa8_forward_workspace(const fa8_problem *p, size_t *bytes) {
 
 fa8_status fa8_forward(const fa8_problem *p, const fa8_fwd_tensors *t, void *workspace, size_t workspace_bytes,
                        void *stream) {
-  (void)workspace; (void)workspace_bytes; (void)stream;
+  (void)workspace; (void)workspace_bytes;
   fa8__clear_error();
   FA8_TRY(fa8__check_problem(p));
   FA8_TRY(backend_ok(p->backend));
   if (!t) return fa8__fail(FA8_ERR_NULL_POINTER, "tensors is NULL");
   FA8_TRY(check_qkv(p, &t->q, &t->k, &t->v));
+  if (p->backend != FA8_BACKEND_CPU) {   /* the forward reads V K-major (PV reduces over keys) */
+    FA8_TRY(fa8__check_gpu_fp8("q", &t->q, 0));
+    FA8_TRY(fa8__check_gpu_fp8("k", &t->k, 0));
+    FA8_TRY(fa8__check_gpu_fp8("v", &t->v, 1));
+  }
   FA8_TRY(fa8__check_seq_tensor("o", &t->o, 1, o_dtype(p), p->batch, p->seqlen_q, p->heads, p->hdim_v));
   if (t->o_f32.data) FA8_TRY(fa8__check_seq_tensor("o_f32", &t->o_f32, 1, F32, p->batch, p->seqlen_q, p->heads, p->hdim_v));
   if (p->delta == FA8_DELTA_SPLIT) {
@@ -179,7 +208,7 @@ fa8_status fa8_forward(const fa8_problem *p, const fa8_fwd_tensors *t, void *wor
   if (t->o_f32.data) a.o_f32 = ten(&t->o_f32);
   if (p->delta == FA8_DELTA_SPLIT) a.o_rem = ten(&t->o_rem);
   a.lse = row(&t->lse);
-  return fa8__cpu_run(plan.fwd, &a, p->num_threads);
+  return run(plan.fwd, &a, p->num_threads, stream);
 }
 
 static size_t stats_bytes(const fa8_problem *p) {
@@ -216,7 +245,6 @@ static void reduce_stats(const double *pre, const double *post, const double *ap
 
 fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *workspace, size_t workspace_bytes,
                         void *stream) {
-  (void)stream;
   fa8__clear_error();
   FA8_TRY(fa8__check_problem(p));
   FA8_TRY(backend_ok(p->backend));
@@ -224,6 +252,13 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
   const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, H = p->heads, Hkv = p->kv_heads;
   FA8_TRY(check_qkv(p, &t->q, &t->k, &t->v));
   FA8_TRY(fa8__check_qtensor("dout_q", &t->dout_q, p->fmt_grad, B, Sq, H, p->hdim_v));
+  const int gpu = p->backend != FA8_BACKEND_CPU;
+  if (gpu) {   /* dK = dS^t Q, dV = P^t dO, dQ = dS K reduce over rows: they read Q, dO and K K-major */
+    FA8_TRY(fa8__check_gpu_fp8("q", &t->q, 1));
+    FA8_TRY(fa8__check_gpu_fp8("k", &t->k, 1));
+    FA8_TRY(fa8__check_gpu_fp8("v", &t->v, 0));
+    FA8_TRY(fa8__check_gpu_fp8("dout_q", &t->dout_q, 1));
+  }
   if (p->delta == FA8_DELTA_STALE) {
     if (!t->dout.data) return fa8__fail(FA8_ERR_NULL_POINTER, "dout.data is NULL: delta mode stale reads dO before its FP8 cast");
     FA8_TRY(fa8__check_seq_tensor("dout", &t->dout, 2, IN, B, Sq, H, p->hdim_v));
@@ -266,7 +301,7 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
   if (p->delta == FA8_DELTA_SPLIT) da.o_rem = cten(&t->o_rem);
   da.lse = crow(&t->lse);
   da.delta = row(&t->delta);
-  FA8_TRY(fa8__cpu_run(plan.delta, &da, p->num_threads));
+  FA8_TRY(run(plan.delta, &da, p->num_threads, stream));
 
   fa8_bwd_args ba;
   memset(&ba, 0, sizeof ba);
@@ -285,9 +320,20 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
     ba.diag.pre = w; ba.diag.post = w + n; ba.diag.abs_pre = w + 2 * n; ba.diag.abs_post = w + 3 * n; ba.diag.ra = w + 4 * n;
     ba.diag.sb = H * Sq; ba.diag.sh = Sq;
   }
-  FA8_TRY(fa8__cpu_run(plan.bwd, &ba, p->num_threads));
-  if (p->collect_stats) reduce_stats(ba.diag.pre, ba.diag.post, ba.diag.abs_pre, ba.diag.abs_post, ba.diag.ra, n, t->stats);
-  return FA8_OK;
+  if (gpu && p->collect_stats) FA8_TRY(fa8__gpu_memset(workspace, need, stream));   /* accumulated with atomics */
+  FA8_TRY(run(plan.bwd, &ba, p->num_threads, stream));
+  if (!p->collect_stats) return FA8_OK;
+  if (!gpu) {
+    reduce_stats(ba.diag.pre, ba.diag.post, ba.diag.abs_pre, ba.diag.abs_post, ba.diag.ra, n, t->stats);
+    return FA8_OK;
+  }
+  /* GPU: statistics are opt-in diagnostics, so copying them back (and waiting) here is acceptable */
+  double *h = (double *)malloc(need);
+  if (!h) return fa8__fail(FA8_ERR_OUT_OF_MEMORY, "no host memory for the row statistics (%zu bytes)", need);
+  fa8_status st = fa8__gpu_download(h, workspace, need, stream);
+  if (st == FA8_OK) reduce_stats(h, h + n, h + 2 * n, h + 3 * n, h + 4 * n, n, t->stats);
+  free(h);
+  return st;
 }
 
 fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out) {

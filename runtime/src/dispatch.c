@@ -27,6 +27,10 @@ static const char *misfit_r(const fa8_kernel_desc *d, const fa8_problem *p, fa8_
   int r = 0;
 #define CHECK(cond, reason) do { if (!(cond)) { if (rank) *rank = r; return reason; } ++r; } while (0)
   CHECK(d->backend == p->backend && d->dir == dir, "direction/backend");
+  if (d->backend != FA8_BACKEND_CPU) {   /* GPU code runs on the architecture it was built for only */
+    const char *arch = fa8__gpu_arch(d->backend);
+    CHECK(arch && strcmp(arch, d->target) == 0, "target architecture");
+  }
   CHECK(d->hdim_qk == p->hdim_qk && d->hdim_v == p->hdim_v, "head dims");
   CHECK(d->fmt == p->fmt_qkv, "fmt_qkv");
   CHECK(!((dir == FA8_DIR_DELTA || dir == FA8_DIR_BWD) && d->fmt_grad != p->fmt_grad), "fmt_grad");
@@ -142,9 +146,12 @@ fa8_status fa8__require(const fa8_problem *p, const int32_t rows[4], fa8_dir dir
 }
 
 const fa8_kernel_desc *fa8__find_quant(fa8_backend be, fa8_fmt fmt, int32_t hdim, fa8_intype in, fa8_status *st) {
+  const char *arch = be == FA8_BACKEND_CPU ? NULL : fa8__gpu_arch(be);
   for (size_t i = 0; i < fa8_instance_count; ++i) {
     const fa8_kernel_desc *d = &fa8_instances[i];
-    if (d->backend == be && d->dir == FA8_DIR_QUANT && d->fmt == fmt && d->hdim_qk == hdim && d->intype == in) return d;
+    if (d->backend == be && d->dir == FA8_DIR_QUANT && d->fmt == fmt && d->hdim_qk == hdim && d->intype == in &&
+        (!arch || strcmp(arch, d->target) == 0))
+      return d;
   }
   *st = fa8__fail(FA8_ERR_UNSUPPORTED, "no quantize instance for %s, head dim %d, %s input on this backend in this build",
                   fa8_fmt_name(fmt) ? fa8_fmt_name(fmt) : "invalid format", hdim, in == FA8_IN_BF16 ? "bf16" : "f32");

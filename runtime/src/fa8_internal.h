@@ -34,6 +34,13 @@ const fa8_kernel_desc *fa8__find_quant(fa8_backend be, fa8_fmt fmt, int32_t hdim
 
 /* backends */
 fa8_status fa8__cpu_run(const fa8_kernel_desc *d, const void *args, int32_t num_threads);
+/* GPU hooks (backends/cuda/cuda_backend.c, or cuda_absent.c when not built) */
+const char *fa8__gpu_arch(fa8_backend be);          /* fa8 target of the current device ("sm_90a"), or NULL */
+fa8_status fa8__gpu_check_device(fa8_backend be);   /* is there a device with kernels in this build? */
+fa8_status fa8__gpu_run(const fa8_kernel_desc *d, const void *args, void *stream);
+fa8_status fa8__gpu_memset(void *p, size_t n, void *stream);
+fa8_status fa8__gpu_download(void *host, const void *dev, size_t n, void *stream);
+fa8_status fa8__check_gpu_fp8(const char *name, const fa8_qtensor *q, int need_t);
 int32_t fa8__cpu_threads(int32_t requested);
 
 #endif

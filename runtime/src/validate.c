@@ -123,3 +123,29 @@ fa8_status fa8__check_qtensor(const char *name, const fa8_qtensor *q, fa8_fmt fm
   if (q->scale_rows < 0) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "%s.scale_rows (%d) must be >= 0 (0: per-tensor)", name, q->scale_rows);
   return FA8_OK;
 }
+
+/* GPU kernels stage FP8 rows and transposed columns with 16-byte cp.async copies: every row start must be
+ * 16-byte aligned. need_t: the instance reads the transposed copy (it is then required). */
+fa8_status fa8__check_gpu_fp8(const char *name, const fa8_qtensor *q, int need_t) {
+  if (q->fmt == FA8_FMT_F32)
+    return fa8__fail(FA8_ERR_UNSUPPORTED, "%s.fmt f32 (quantization off) exists on the cpu backend only", name);
+  if ((uintptr_t)q->data.data % 16)
+    return fa8__fail(FA8_ERR_MISALIGNED, "%s.data.data (%p) must be 16-byte aligned on a GPU backend", name, q->data.data);
+  for (int i = 0; i < 3; ++i)
+    if (q->data.stride[i] % 16)
+      return fa8__fail(FA8_ERR_BAD_STRIDES, "%s.data.stride[%d] (%" PRId64 ") must be a multiple of 16 on a GPU backend",
+                       name, i, q->data.stride[i]);
+  if (!q->data_t.data) {
+    if (need_t)
+      return fa8__fail(FA8_ERR_NULL_POINTER, "%s.data_t is NULL: on a GPU backend this kernel reads the K-major copy "
+                       "fa8_quantize writes there", name);
+    return FA8_OK;
+  }
+  if ((uintptr_t)q->data_t.data % 16)
+    return fa8__fail(FA8_ERR_MISALIGNED, "%s.data_t.data (%p) must be 16-byte aligned on a GPU backend", name, q->data_t.data);
+  for (int i = 0; i < 3; ++i)
+    if (q->data_t.stride[i] % 16)
+      return fa8__fail(FA8_ERR_BAD_STRIDES, "%s.data_t.stride[%d] (%" PRId64 ") must be a multiple of 16 on a GPU backend",
+                       name, i, q->data_t.stride[i]);
+  return FA8_OK;
+}

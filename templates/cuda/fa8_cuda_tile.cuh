@@ -1,0 +1,130 @@
+/* CUDA tile operations for the portable FP8 path (mma.sync m16n8k32, sm_89 and newer), used by the
+ * templates in templates/cuda. The arithmetic is docs/numerics.md's; what differs from the CPU tile ops is
+ * only the FP32 summation order inside the matrix unit.
+ *
+ * Fragment layouts of mma.m16n8k32 with 8-bit operands (g = lane / 4, t = lane % 4):
+ *   A 16x32 row-major: a0 (row g, k 4t..4t+3), a1 (row g+8), a2 (row g, k 16+4t..), a3 (row g+8, k 16+4t..)
+ *   B 32x8 "col":      b0 (k 4t..4t+3, col g), b1 (k 16+4t.., col g)
+ *   C 16x8 f32:        c0,c1 (row g, cols 2t, 2t+1), c2,c3 (row g+8, same cols)
+ * So A tiles live in shared memory as [rows][k] and B tiles as [n][k]: every operand is K-major, which is
+ * why the quantizer writes transposed copies of Q, K, V and dO. Rows are padded by 16 bytes so the 8 rows a
+ * fragment load touches fall in different banks. */
+#ifndef FA8_CUDA_TILE_CUH
+#define FA8_CUDA_TILE_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include "fa8_fp8.h"
+#include "fa8_kernel_abi.h"
+
+#define FA8_LOG2E 1.44269504088896340736f
+#define FA8_LN2 0.693147180559945309417f
+#define FA8_PAD 16   /* bytes of padding per shared-memory row */
+
+/* ---- matrix unit ---- */
+template <fa8_fmt A, fa8_fmt B> struct fa8_mma;
+#define FA8_MMA_SPEC(FA, FB, SA, SB)                                                                        \
+  template <> struct fa8_mma<FA, FB> {                                                                      \
+    static __device__ __forceinline__ void run(float c[4], const uint32_t a[4], const uint32_t b[2]) {     \
+      asm volatile("mma.sync.aligned.m16n8k32.row.col.f32." SA "." SB ".f32 "                              \
+                   "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                                 \
+                   : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                                          \
+                   : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));                    \
+    }                                                                                                       \
+  };
+FA8_MMA_SPEC(FA8_FMT_E4M3, FA8_FMT_E4M3, "e4m3", "e4m3")
+FA8_MMA_SPEC(FA8_FMT_E4M3, FA8_FMT_E5M2, "e4m3", "e5m2")
+FA8_MMA_SPEC(FA8_FMT_E5M2, FA8_FMT_E4M3, "e5m2", "e4m3")
+FA8_MMA_SPEC(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
+#undef FA8_MMA_SPEC
+
+/* A fragment of rows [r0, r0+16) and k [k0, k0+32) of a [rows][ld] byte tile. */
+__device__ __forceinline__ void fa8_load_a(uint32_t a[4], const uint8_t *s, int ld, int r0, int k0) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const uint8_t *p = s + (r0 + g) * ld + k0 + 4 * t;
+  a[0] = *(const uint32_t *)p;
+  a[1] = *(const uint32_t *)(p + 8 * ld);
+  a[2] = *(const uint32_t *)(p + 16);
+  a[3] = *(const uint32_t *)(p + 8 * ld + 16);
+}
+/* B fragment of columns [n0, n0+8) and k [k0, k0+32) of an [n][ld] byte tile. */
+__device__ __forceinline__ void fa8_load_b(uint32_t b[2], const uint8_t *s, int ld, int n0, int k0) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const uint8_t *p = s + (n0 + g) * ld + k0 + 4 * t;
+  b[0] = *(const uint32_t *)p;
+  b[1] = *(const uint32_t *)(p + 16);
+}
+
+/* ---- conversions: hardware cvt with satfinite, bit-identical to fa8_encode (checked exhaustively) ---- */
+template <fa8_fmt F> __device__ __forceinline__ uint8_t fa8_cvt(float x);
+template <> __device__ __forceinline__ uint8_t fa8_cvt<FA8_FMT_E4M3>(float x) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  return (uint8_t)(r & 0xFF);
+}
+template <> __device__ __forceinline__ uint8_t fa8_cvt<FA8_FMT_E5M2>(float x) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
+  return (uint8_t)(r & 0xFF);
+}
+template <fa8_fmt F> __device__ __forceinline__ float fa8_dec(uint8_t c) { return fa8_decode(F, c); }
+
+/* ---- shared-memory staging ---- */
+/* cp.async 16 bytes, zero-filled when !valid (tails past the sequence end). */
+__device__ __forceinline__ void fa8_cp16(void *smem, const void *gmem, bool valid) {
+  const uint32_t s = (uint32_t)__cvta_generic_to_shared(smem);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void fa8_cp_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N> __device__ __forceinline__ void fa8_cp_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+/* rows [r0, r0+R) of a [.., S, .., D] FP8 tensor (row stride `ss` bytes) into smem [R][D + PAD]; rows at or
+ * past `rend` are zero. */
+template <int R, int D>
+__device__ __forceinline__ void fa8_stage_rows(uint8_t *s, const uint8_t *g, int64_t ss, int r0, int rend) {
+  constexpr int CH = D / 16;
+  for (int i = threadIdx.x; i < R * CH; i += blockDim.x) {
+    const int r = i / CH, c = i % CH;
+    const bool ok = r0 + r < rend;
+    fa8_cp16(s + r * (D + FA8_PAD) + c * 16, g + (ok ? (int64_t)(r0 + r) * ss : 0) + c * 16, ok);
+  }
+}
+/* columns [c0, c0+C) of a transposed [D][S_pad] FP8 slab (row stride `sd` bytes) into smem [D][C + PAD];
+ * columns past `cend` (>= S_pad, so never a partial 16-byte chunk past the allocation) are zero. */
+template <int D, int C>
+__device__ __forceinline__ void fa8_stage_cols(uint8_t *s, const uint8_t *g, int64_t sd, int c0, int cend) {
+  constexpr int CH = C / 16;
+  for (int i = threadIdx.x; i < D * CH; i += blockDim.x) {
+    const int d = i / CH, c = i % CH;
+    const bool ok = c0 + c * 16 < cend;
+    fa8_cp16(s + d * (C + FA8_PAD) + c * 16, g + (int64_t)d * sd + (ok ? c0 + c * 16 : 0), ok);
+  }
+}
+
+__device__ __forceinline__ float fa8_scale_at(const fa8_scales &s, int b, int h, int row) {
+  return s.ptr[(int64_t)b * s.sb + (int64_t)h * s.sh + row / s.rows];
+}
+
+/* max / sum over the 4 threads that share a fragment row */
+__device__ __forceinline__ float fa8_quad_max(float x) {
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+__device__ __forceinline__ float fa8_quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Power-of-two exponent e with amax <= fmax * 2^e (smallest; 0 for an all-zero tile): the same rule as the
+ * CPU's fa8_cpu_tile_exponent, computed exactly from the bits. */
+__device__ __forceinline__ int fa8_tile_exponent(float amax, float fmax) {
+  if (!(amax > 0.0f)) return 0;
+  int e = ilogbf(amax) - ilogbf(fmax);
+  while (amax > ldexpf(fmax, e)) ++e;
+  while (e > -126 && amax <= ldexpf(fmax, e - 1)) --e;
+  return e;
+}
+
+#define FA8_CUDA_CHECK_LAUNCH() (cudaGetLastError() == cudaSuccess ? 0 : -1)
+
+#endif

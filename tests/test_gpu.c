@@ -1,0 +1,200 @@
+/* GPU suite (meson test --suite gpu): every CUDA instance family against the CPU backend on the same FP8
+ * inputs and the same tiling (the CPU twin of each GPU bundle, generated with --mirror-cpu).
+ * Skipped, with a message, when no CUDA device is present.
+ *
+ * Tolerances. The quantizer must be bit-identical (same scale rule, same RNE satfinite conversion). The
+ * attention outputs differ from the CPU only by FP32 summation order inside the matrix unit (~1e-6 relative
+ * per element) and by the rare FP8 cast of P or dS that this moves across a rounding boundary (one element
+ * changes by one FP8 step): norm-wise differences stay far below the FP8 error itself (~1e-2). A wrong
+ * index, mask, scale or fragment layout shows up as O(1). So: O and gradients 2e-3 relative, LSE 1e-4
+ * absolute, and the matched pre-cast row sums <= 1e-5 rounding-aware on the GPU as on the CPU. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "gpu_mem.h"
+#include "harness.h"
+
+#define TOL_OUT 2e-3
+#define TOL_LSE 1e-4
+#define TOL_ROWSUM 1e-5
+
+typedef struct {
+  const char *name;
+  int B, H, Hkv, Sq, Sk, dqk, dv, causal;
+  fa8_fmt grad;
+  int all_modes;
+} geom;
+
+static geom GEOMS[] = {
+  { "d64 mha causal 256", 1, 2, 2, 256, 256, 64, 64, 1, FA8_FMT_E4M3, 1 },
+  { "d64 gqa full tails 300x517", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0 },
+  { "d96 gqa causal 200", 1, 4, 2, 200, 200, 96, 96, 1, FA8_FMT_E4M3, 0 },
+  { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1 },
+  { "d128 mqa full 333x129 e5m2", 1, 4, 1, 333, 129, 128, 128, 0, FA8_FMT_E5M2, 1 },
+  { "d128 causal sq>sk 400x150", 1, 2, 1, 400, 150, 128, 128, 1, FA8_FMT_E4M3, 0 },
+  { "d128 seqlen 1", 1, 2, 2, 1, 1, 128, 128, 0, FA8_FMT_E4M3, 0 },
+  { "d192 gqa causal 300", 1, 4, 2, 300, 300, 192, 192, 1, FA8_FMT_E4M3, 0 },
+  { "d256 mha full 257", 1, 2, 2, 257, 257, 256, 256, 0, FA8_FMT_E4M3, 1 },
+  { "d256 gqa causal 512", 1, 4, 1, 512, 512, 256, 256, 1, FA8_FMT_E4M3, 0 },
+  { "mla 192x128 causal 384", 1, 4, 2, 384, 384, 192, 128, 1, FA8_FMT_E4M3, 1 },
+  { "mla 192x128 full 100x700 e5m2", 1, 2, 1, 100, 700, 192, 128, 0, FA8_FMT_E5M2, 0 },
+};
+
+static double rel(const float *a, const float *b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (isinf(a[i]) && isinf(b[i]) && (a[i] > 0) == (b[i] > 0)) continue;   /* -inf LSE of empty rows */
+    const double e = (double)a[i] - b[i];
+    num += e * e;
+    den += (double)b[i] * b[i];
+  }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static double max_abs_finite(const float *a, const float *b, int64_t n) {
+  double m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (isinf(a[i]) || isinf(b[i])) { if (a[i] != b[i]) return INFINITY; continue; }
+    m = fmax(m, fabs((double)a[i] - b[i]));
+  }
+  return m;
+}
+
+/* "fa8_delta_sm90a_e4m3_d128v128_gqa_causal_matched_m64n64_w8s1_mma" -> "fa8_bundle_cpu_..._m64n64_w1s1" */
+static void cpu_twin(const char *gpu_delta, char *out, size_t n) {
+  char buf[256];
+  snprintf(buf, sizeof buf, "%s", gpu_delta);
+  char *tok[32];
+  int nt = 0;
+  for (char *s = strtok(buf, "_"); s && nt < 32; s = strtok(NULL, "_")) tok[nt++] = s;
+  out[0] = '\0';
+  for (int i = 0; i < nt; ++i) {
+    const char *t = tok[i];
+    if (i == 1) t = "bundle";
+    else if (i == 2) t = "cpu";
+    else if (t[0] == 'w' && strchr(t, 's') && t[1] >= '0' && t[1] <= '9') t = "w1s1";
+    else if (i == nt - 1 && !strcmp(t, "mma")) continue;
+    strncat(out, t, n - strlen(out) - 1);
+    if (i < nt - 1 && !(i == nt - 2 && !strcmp(tok[nt - 1], "mma"))) strncat(out, "_", n - strlen(out) - 1);
+  }
+}
+
+static h_config config(const geom *g, fa8_backend be) {
+  h_config c;
+  memset(&c, 0, sizeof c);
+  fa8_problem_init(&c.p);
+  c.p.batch = g->B; c.p.heads = g->H; c.p.kv_heads = g->Hkv; c.p.seqlen_q = g->Sq; c.p.seqlen_k = g->Sk;
+  c.p.hdim_qk = g->dqk; c.p.hdim_v = g->dv; c.p.causal = g->causal; c.p.fmt_grad = g->grad;
+  c.p.backend = be;
+  c.scale_rows = 128;
+  return c;
+}
+
+static void require_gpu(void) {
+  if (h_gpu_count() == 0) cr_skip_test("no CUDA device here (or fa8 built without CUDA): GPU suite skipped");
+}
+
+static void run_geom(const geom *g, uint64_t seed) {
+  require_gpu();
+  h_config cg = config(g, FA8_BACKEND_CUDA), cc = config(g, FA8_BACKEND_CPU);
+  h_data d, c;
+  cr_assert_eq(h_alloc(&d, &cg), 0, "%s: GPU allocation failed", g->name);
+  cr_assert_eq(h_alloc(&c, &cc), 0, "%s: allocation failed", g->name);
+  h_inputs in;
+  h_inputs_default(&in);
+  in.seed = seed;
+  h_fill(&d, &in);
+  h_fill(&c, &in);
+  fa8_status st = h_quantize(&d);
+  cr_assert_eq(st, FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
+  cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
+  /* the quantizer is bit-identical */
+  cr_assert(memcmp(d.q8, c.q8, (size_t)d.nq) == 0 && memcmp(d.k8, c.k8, (size_t)d.nk) == 0 &&
+            memcmp(d.v8, c.v8, (size_t)d.nv) == 0 && memcmp(d.do8, c.do8, (size_t)d.no) == 0,
+            "%s: GPU and CPU quantizers disagree on codes", g->name);
+  cr_assert(memcmp(d.qs, c.qs, 4) == 0 && memcmp(d.dos, c.dos, 4) == 0, "%s: scales differ", g->name);
+
+  for (int m = 0; m < 4; ++m) {
+    if (!g->all_modes && m != FA8_DELTA_MATCHED) continue;
+    const fa8_delta_mode mode = (fa8_delta_mode)m;
+    fa8_problem pd = d.cfg.p;
+    pd.delta = mode;
+    fa8_dispatch_names names;
+    cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
+    char twin[256];
+    cpu_twin(names.delta, twin, sizeof twin);
+    c.cfg.p.instance = twin;
+    st = h_run(&d, mode);
+    cr_assert_eq(st, FA8_OK, "%s %s: GPU run: %s", g->name, h_delta_name(mode), fa8_last_error());
+    const fa8_rowsum_stats gs = d.stats;
+    st = h_run(&c, mode);
+    cr_assert_eq(st, FA8_OK, "%s %s: CPU twin %s: %s", g->name, h_delta_name(mode), twin, fa8_last_error());
+    const double eo = rel(d.o32, c.o32, d.no), eq = rel(d.dq, c.dq, d.nq), ek = rel(d.dk, c.dk, d.nk);
+    const double ev = rel(d.dv, c.dv, d.nv), el = max_abs_finite(d.lse, c.lse, d.nrow), ed = rel(d.delta, c.delta, d.nrow);
+    cr_log_info("gpu %-30s %-7s %s: O %.1e dQ %.1e dK %.1e dV %.1e lse %.1e delta %.1e | rowsum pre-ra max gpu %.2e cpu %.2e "
+                "post-ra mean gpu %.3e cpu %.3e", g->name, h_delta_name(mode), names.bwd, eo, eq, ek, ev, el, ed,
+                gs.pre_ra_max, c.stats.pre_ra_max, gs.post_ra_mean, c.stats.post_ra_mean);
+    cr_expect_leq(eo, TOL_OUT, "%s %s: O differs from the CPU twin by %.2e", g->name, h_delta_name(mode), eo);
+    cr_expect_leq(el, TOL_LSE, "%s %s: LSE differs by %.2e", g->name, h_delta_name(mode), el);
+    cr_expect_leq(ed, TOL_OUT, "%s %s: delta differs by %.2e", g->name, h_delta_name(mode), ed);
+    cr_expect_leq(eq, TOL_OUT, "%s %s: dQ differs by %.2e", g->name, h_delta_name(mode), eq);
+    cr_expect_leq(ek, TOL_OUT, "%s %s: dK differs by %.2e", g->name, h_delta_name(mode), ek);
+    cr_expect_leq(ev, TOL_OUT, "%s %s: dV differs by %.2e", g->name, h_delta_name(mode), ev);
+    cr_expect_eq(gs.rows, c.stats.rows, "%s: statistics cover %lld rows on the GPU, %lld on the CPU", g->name,
+                 (long long)gs.rows, (long long)c.stats.rows);
+    if (mode == FA8_DELTA_MATCHED)
+      cr_expect_leq(gs.pre_ra_max, TOL_ROWSUM, "%s: matched pre-cast row sums %.2e on the GPU", g->name, gs.pre_ra_max);
+  }
+  h_free(&d);
+  h_free(&c);
+}
+
+ParameterizedTestParameters(gpu, against_cpu) { return cr_make_param_array(geom, GEOMS, sizeof GEOMS / sizeof GEOMS[0]); }
+ParameterizedTest(geom *g, gpu, against_cpu, .timeout = 600) { run_geom(g, 1000 + (uint64_t)(g - GEOMS)); }
+
+/* The stale/matched contrast the probe shows on the CPU also holds on the GPU. */
+Test(gpu, delta_modes_contrast, .timeout = 300) {
+  require_gpu();
+  geom g = { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1 };
+  h_config cg = config(&g, FA8_BACKEND_CUDA);
+  h_data d;
+  cr_assert_eq(h_alloc(&d, &cg), 0);
+  h_inputs in;
+  h_inputs_default(&in);
+  h_fill(&d, &in);
+  cr_assert_eq(h_quantize(&d), FA8_OK, "%s", fa8_last_error());
+  fa8_rowsum_stats s[4];
+  for (int m = 0; m < 4; ++m) {
+    cr_assert_eq(h_run(&d, (fa8_delta_mode)m), FA8_OK, "%s", fa8_last_error());
+    s[m] = d.stats;
+  }
+  cr_expect_gt(s[FA8_DELTA_STALE].pre_ra_mean, 1e3 * s[FA8_DELTA_MATCHED].pre_ra_mean, "stale pre-cast %.2e vs matched %.2e",
+               s[FA8_DELTA_STALE].pre_ra_mean, s[FA8_DELTA_MATCHED].pre_ra_mean);
+  cr_expect_gt(s[FA8_DELTA_STALE].post_ra_mean, 1.3 * s[FA8_DELTA_MATCHED].post_ra_mean, "stale post-cast %.2e vs matched %.2e",
+               s[FA8_DELTA_STALE].post_ra_mean, s[FA8_DELTA_MATCHED].post_ra_mean);
+  cr_expect_lt(s[FA8_DELTA_SPLIT].pre_ra_mean, s[FA8_DELTA_STALE].pre_ra_mean / 20, "split pre-cast %.2e",
+               s[FA8_DELTA_SPLIT].pre_ra_mean);
+  h_free(&d);
+}
+
+/* Bad input on the GPU path is refused like on the CPU: a missing transposed copy is named. */
+Test(gpu, refuses_missing_transposed_copy) {
+  require_gpu();
+  geom g = { "small", 1, 2, 2, 64, 64, 64, 64, 0, FA8_FMT_E4M3, 0 };
+  h_config cg = config(&g, FA8_BACKEND_CUDA);
+  h_data d;
+  cr_assert_eq(h_alloc(&d, &cg), 0);
+  h_inputs in;
+  h_inputs_default(&in);
+  h_fill(&d, &in);
+  cr_assert_eq(h_quantize(&d), FA8_OK, "%s", fa8_last_error());
+  void *saved = d.g.v8t;
+  d.g.v8t = NULL;
+  const fa8_status st = h_run(&d, FA8_DELTA_MATCHED);
+  d.g.v8t = saved;
+  cr_expect_eq(st, FA8_ERR_NULL_POINTER, "missing v.data_t gave status %d", (int)st);
+  cr_expect(strstr(fa8_last_error(), "v.data_t") != NULL, "%s", fa8_last_error());
+  h_free(&d);
+}
