@@ -107,6 +107,7 @@ static void run_geom(const geom *g, uint64_t seed) {
   in.seed = seed;
   h_fill(&d, &in);
   h_fill(&c, &in);
+  fprintf(stderr, "[gpu] %s: quantize\n", g->name);
   fa8_status st = h_quantize(&d);
   cr_assert_eq(st, FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
   cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
@@ -126,9 +127,11 @@ static void run_geom(const geom *g, uint64_t seed) {
     char twin[256];
     cpu_twin(names.delta, twin, sizeof twin);
     c.cfg.p.instance = twin;
+    fprintf(stderr, "[gpu] %s %s: gpu run (%s), twin %s\n", g->name, h_delta_name(mode), names.bwd, twin);
     st = h_run(&d, mode);
     cr_assert_eq(st, FA8_OK, "%s %s: GPU run: %s", g->name, h_delta_name(mode), fa8_last_error());
     const fa8_rowsum_stats gs = d.stats;
+    fprintf(stderr, "[gpu] %s %s: cpu run\n", g->name, h_delta_name(mode));
     st = h_run(&c, mode);
     cr_assert_eq(st, FA8_OK, "%s %s: CPU twin %s: %s", g->name, h_delta_name(mode), twin, fa8_last_error());
     const double eo = rel(d.o32, c.o32, d.no), eq = rel(d.dq, c.dq, d.nq), ek = rel(d.dk, c.dk, d.nk);

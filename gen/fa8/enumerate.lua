@@ -171,8 +171,12 @@ function M.run(opts)
           end
         end
       end
-      -- the quantizer uses no matrix unit: one per target, under its preferred pipeline
-      for _, f in ipairs(pipe == tg.pipelines[1] and qfmts or {}) do
+      -- the quantizer uses no matrix unit: one per target, under its preferred pipeline among those enabled
+      local first_pipe
+      for _, pp in ipairs(tg.pipelines) do
+        if not first_pipe and (not want_pipes or want_pipes[pp]) then first_pipe = pp end
+      end
+      for _, f in ipairs(pipe == first_pipe and qfmts or {}) do
         for _, d in ipairs(dims) do
           for _, it in ipairs(prof.intypes) do
             for _, sc in ipairs(prof.scales) do
