@@ -6,8 +6,13 @@
  * attention outputs differ from the CPU only by FP32 summation order inside the matrix unit (~1e-6 relative
  * per element) and by the rare FP8 cast of P or dS that this moves across a rounding boundary (one element
  * changes by one FP8 step): norm-wise differences stay far below the FP8 error itself (~1e-2). A wrong
- * index, mask, scale or fragment layout shows up as O(1). So: O and gradients 2e-3 relative, LSE 1e-4
- * absolute, and the matched pre-cast row sums <= 1e-5 rounding-aware on the GPU as on the CPU. */
+ * index, mask, scale or fragment layout shows up as O(1). So: O, delta and gradients 2e-3 relative, LSE 1e-4
+ * absolute, and the matched pre-cast row sums <= 1e-5 rounding-aware on the GPU as on the CPU.
+ * stale, dohat and split build delta from the saved BF16 output, so they inherit the forward's rare BF16
+ * rounding flips (~1e-5 relative in delta, measured), and dS = P (dP - delta) cancels on rows whose
+ * probability concentrates on one key, amplifying that ~100x (measured up to 5.7e-3 in dQ on d128, S=1K):
+ * their gradients get 2e-2. The backward kernel is the same in every mode and is held to 2e-3 by matched,
+ * whose delta does not depend on the output. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -18,6 +23,7 @@
 #define TOL_OUT 2e-3
 #define TOL_LSE 1e-4
 #define TOL_ROWSUM 1e-5
+#define TOL_GRAD_FROM_O 2e-2
 
 typedef struct {
   const char *name;
@@ -135,14 +141,16 @@ static void run_geom(const geom *g, uint64_t seed) {
     cr_assert_eq(st, FA8_OK, "%s %s: CPU twin %s: %s", g->name, h_delta_name(mode), twin, fa8_last_error());
     const double eo = rel(d.o32, c.o32, d.no), eq = rel(d.dq, c.dq, d.nq), ek = rel(d.dk, c.dk, d.nk);
     const double ev = rel(d.dv, c.dv, d.nv), el = max_abs_finite(d.lse, c.lse, d.nrow), ed = rel(d.delta, c.delta, d.nrow);
-    cr_log_info("gpu %-30s %-7s %s: O %.1e dQ %.1e dK %.1e dV %.1e lse %.1e delta %.1e | rowsum pre-ra max gpu %.2e cpu %.2e "
+    fprintf(stderr, "[gpu-vs-cpu] %-30s %-7s %s: O %.1e dQ %.1e dK %.1e dV %.1e lse %.1e delta %.1e | rowsum pre-ra max gpu %.2e cpu %.2e "
                 "post-ra mean gpu %.3e cpu %.3e", g->name, h_delta_name(mode), names.bwd, eo, eq, ek, ev, el, ed,
                 gs.pre_ra_max, c.stats.pre_ra_max, gs.post_ra_mean, c.stats.post_ra_mean);
+    fprintf(stderr, "\n");
     cr_expect_leq(eo, TOL_OUT, "%s %s: O differs from the CPU twin by %.2e", g->name, h_delta_name(mode), eo);
     cr_expect_leq(el, TOL_LSE, "%s %s: LSE differs by %.2e", g->name, h_delta_name(mode), el);
     cr_expect_leq(ed, TOL_OUT, "%s %s: delta differs by %.2e", g->name, h_delta_name(mode), ed);
-    cr_expect_leq(eq, TOL_OUT, "%s %s: dQ differs by %.2e", g->name, h_delta_name(mode), eq);
-    cr_expect_leq(ek, TOL_OUT, "%s %s: dK differs by %.2e", g->name, h_delta_name(mode), ek);
+    const double tg = mode == FA8_DELTA_MATCHED ? TOL_OUT : TOL_GRAD_FROM_O;
+    cr_expect_leq(eq, tg, "%s %s: dQ differs by %.2e", g->name, h_delta_name(mode), eq);
+    cr_expect_leq(ek, tg, "%s %s: dK differs by %.2e", g->name, h_delta_name(mode), ek);
     cr_expect_leq(ev, TOL_OUT, "%s %s: dV differs by %.2e", g->name, h_delta_name(mode), ev);
     cr_expect_eq(gs.rows, c.stats.rows, "%s: statistics cover %lld rows on the GPU, %lld on the CPU", g->name,
                  (long long)gs.rows, (long long)c.stats.rows);

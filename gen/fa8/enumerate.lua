@@ -129,12 +129,16 @@ function M.run(opts)
   -- so each GPU instance has a CPU twin with the same tiling (tiles change P and dS quantization) to be
   -- checked against. GPU targets are therefore enumerated first.
   local mirror = { fwd = {}, bwd = {} }
-  note_mirror = function(dir, gkey, c)
+  note_mirror = function(dir, gkey, c, paired_fwd)
     if c.target.backend == "cpu" then return end
     local l = mirror[dir][gkey] or {}
     mirror[dir][gkey] = l
     local k = c.tuning.block_m .. "x" .. c.tuning.block_n
-    if not l[k] then l[k] = true; l[#l + 1] = { c.tuning.block_m, c.tuning.block_n, 1, 1, mirror = true } end
+    if not l[k] then
+      l[k] = true
+      l[#l + 1] = { c.tuning.block_m, c.tuning.block_n, 1, 1, mirror = true,
+                    fwd_tile = paired_fwd and (paired_fwd.tuning.block_m .. "x" .. paired_fwd.tuning.block_n) or nil }
+    end
   end
   tiles_for = function(pn, pipe, dir, qk, v, tg, gkey)
     local list = profiles.tiles(pn, pipe, dir, math.max(qk, v))
@@ -201,7 +205,7 @@ function M.run(opts)
                     local base = { fmt = fmt, hdim_qk = qk, hdim_v = v, layout = layout, causal = causal, scale = sc }
                     local gkey = qk .. "x" .. v
                     -- forwards: both variants; first_fit profiles keep the first tile that fits (mirrors extra)
-                    local fwd_of = {}
+                    local fwd_of, fwd_by_tile = {}, {}
                     for _, variant in ipairs({ "std", "split" }) do
                       local have = false
                       for _, tile in ipairs(tiles_for(pname, pipe, "fwd", qk, v, tg, gkey)) do
@@ -211,6 +215,7 @@ function M.run(opts)
                           if c then
                             have = have or not tile.mirror
                             fwd_of[variant] = fwd_of[variant] or c
+                            fwd_by_tile[variant .. c.tuning.block_m .. "x" .. c.tuning.block_n] = c
                             note_mirror("fwd", gkey, c)
                           end
                         end
@@ -221,12 +226,19 @@ function M.run(opts)
                       for _, tile in ipairs(tiles_for(pname, pipe, "bwd", qk, v, tg, gkey)) do
                         local bf = schema.copy(base); bf.fmt_grad = gf
                         local bwd = not (have and prof.first_fit and not tile.mirror) and add(cfg("bwd", tg, bf, tile, pipe)) or nil
-                        if bwd then have = have or not tile.mirror; note_mirror("bwd", gkey, bwd) end
+                        if bwd then
+                          have = have or not tile.mirror
+                          note_mirror("bwd", gkey, bwd, fwd_of.std)
+                        end
                         for _, mode in ipairs(prof.deltas) do
                           if bwd and (not want_deltas or want_deltas[mode]) then
                             local df = schema.copy(bf); df.delta = mode
                             local delta = add(cfg("delta", tg, df, tile, pipe))
-                            local fwd = fwd_of[mode == "split" and "split" or "std"]
+                            local variant = mode == "split" and "split" or "std"
+                            local fwd = fwd_of[variant]
+                            if tile.fwd_tile then   -- a CPU twin: the forward tile of the GPU bundle it mirrors
+                              fwd = fwd_by_tile[variant .. tile.fwd_tile] or fwd
+                            end
                             if delta and fwd then
                               result.bundles[#result.bundles + 1] = bundle.make(fwd, delta, bwd)
                             end
