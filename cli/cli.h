@@ -4,4 +4,5 @@
 int cli_lua(int argc, char **argv);    /* gen, list, targets, decode (argv includes the subcommand) */
 int cli_probe(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_bench(int argc, char **argv);
 #endif

@@ -8,4 +8,8 @@ void h_gpu_free(void *p);
 int h_gpu_put(void *dst, const void *src, size_t n);         /* 0 ok */
 int h_gpu_get(void *dst, const void *src, size_t n);         /* synchronous; 0 ok */
 int h_gpu_count(void);                                       /* usable devices (0 without a GPU backend) */
+
+
+/* Median milliseconds of fn(ctx) over `reps` runs after `warmup`, timed with device events. -1 on error. */
+double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps);
 #endif

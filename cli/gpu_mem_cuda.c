@@ -16,3 +16,30 @@ int h_gpu_count(void) {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
 }
+
+#include <stdlib.h>
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {
+  for (int i = 0; i < warmup; ++i) if (fn(ctx)) return -1;
+  if (cudaDeviceSynchronize() != cudaSuccess || reps < 1) return -1;
+  double *t = malloc(sizeof(double) * (size_t)reps);
+  cudaEvent_t a, b;
+  if (!t || cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess) { free(t); return -1; }
+  int bad = 0;
+  for (int i = 0; i < reps && !bad; ++i) {
+    float ms = 0;
+    cudaEventRecord(a, 0);
+    bad = fn(ctx);
+    cudaEventRecord(b, 0);
+    bad = bad || cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess;
+    t[i] = ms;
+  }
+  cudaEventDestroy(a); cudaEventDestroy(b);
+  qsort(t, (size_t)reps, sizeof(double), cmp_double);
+  const double med = bad ? -1 : t[reps / 2];
+  free(t);
+  return med;
+}

@@ -218,7 +218,7 @@ static fa8_tensor row_view(float *x, int64_t H, int64_t S) {
   return t;
 }
 
-fa8_status h_run(h_data *d, fa8_delta_mode mode) {
+void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *pp, fa8_fwd_tensors *fp, fa8_bwd_tensors *bp) {
   fa8_problem p = d->cfg.p;
   p.delta = mode;
   p.collect_stats = 1;
@@ -236,8 +236,6 @@ fa8_status h_run(h_data *d, fa8_delta_mode mode) {
   f.o_f32 = seq_view(BUF(o32), FA8_DTYPE_F32, Sq, H, p.hdim_v);
   f.o_rem = seq_view(BUF(orem), odt, Sq, H, p.hdim_v);
   f.lse = row_view(BUF(lse), H, Sq);
-  fa8_status st = fa8_forward(&p, &f, NULL, 0, NULL);
-  if (st != FA8_OK) return st;
   fa8_bwd_tensors b;
   memset(&b, 0, sizeof b);
   b.q = f.q; b.k = f.k; b.v = f.v;
@@ -249,6 +247,19 @@ fa8_status h_run(h_data *d, fa8_delta_mode mode) {
   b.dk = seq_view(BUF(dk), FA8_DTYPE_F32, Sk, Hkv, p.hdim_qk);
   b.dv = seq_view(BUF(dv), FA8_DTYPE_F32, Sk, Hkv, p.hdim_v);
   b.stats = &d->stats;
+#undef BUF
+  *pp = p; *fp = f; *bp = b;
+}
+
+fa8_status h_run(h_data *d, fa8_delta_mode mode) {
+  fa8_problem p;
+  fa8_fwd_tensors f;
+  fa8_bwd_tensors b;
+  h_views(d, mode, &p, &f, &b);
+  const int gpu = d->g.on;
+#define BUF(name) (gpu ? (void *)d->g.name : (void *)d->name)
+  fa8_status st = fa8_forward(&p, &f, NULL, 0, NULL);
+  if (st != FA8_OK) return st;
   st = fa8_backward(&p, &b, BUF(ws), d->ws_bytes, NULL);
 #undef BUF
   if (st != FA8_OK || !gpu) return st;

@@ -53,6 +53,8 @@ void h_fill(h_data *d, const h_inputs *in);
 
 /* Quantize q, k, v, dout (and build the dequantized copies). Returns fa8_status. */
 fa8_status h_quantize(h_data *d);
+/* The problem and tensor views h_run uses (host or device buffers), for callers that time the calls. */
+void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *p, fa8_fwd_tensors *f, fa8_bwd_tensors *b);
 /* Forward + backward in the given delta mode (stats collected). Returns fa8_status. */
 fa8_status h_run(h_data *d, fa8_delta_mode mode);
 

@@ -9,6 +9,7 @@ static void usage(FILE *f) {
     "usage: fa8 <command> [options]   (fa8 <command> --help for its options)\n"
     "  probe     run a realistic problem in every delta mode; print dS row-sum residuals and errors\n"
     "  run       attention forward+backward on .npy inputs: fa8 run --in DIR --out DIR\n"
+    "  bench     time forward and backward on a GPU (JSON lines)\n"
     "  gen       generate kernel sources + descriptor table + manifest into a directory\n"
     "  list      list the instances a profile/filter selects (--rejected: what was pruned and why)\n"
     "  targets   list the known targets (GPUs and cpu)\n"
@@ -23,6 +24,7 @@ int main(int argc, char **argv) {
     return cli_lua(argc - 1, argv + 1);
   if (!strcmp(cmd, "probe")) return cli_probe(argc - 2, argv + 2);
   if (!strcmp(cmd, "run")) return cli_run(argc - 2, argv + 2);
+  if (!strcmp(cmd, "bench")) return cli_bench(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) { printf("fa8 %s\n", FA8_VERSION_STRING); return 0; }
   if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) { usage(stdout); return 0; }
   fprintf(stderr, "fa8: unknown command '%s'\n", cmd);

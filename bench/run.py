@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""First-numbers benchmark (runs on the GPU machine): fa8 (via `fa8 bench`) next to torch SDPA BF16 with the
+cuDNN and flash backends, same shapes, same run. Writes results.json and results.md to --out.
+FLOPs: forward 2*B*H*Sq*Sk*(dqk+dv), backward 2.5x, halved for causal (the same count for every system)."""
+import argparse, datetime, json, os, subprocess, sys, time
+
+GEOMS = [(64, 64), (128, 128), (256, 256), (192, 128)]
+SEQS = [1024, 4096, 16384]
+H, HKV, B = 64, 8, 1
+
+
+def median_ms(fn, warmup=3, reps=10):
+    import torch
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); fn(); b.record(); b.synchronize()
+        ts.append(a.elapsed_time(b))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def sdpa(backend, S, dqk, dv, causal):
+    import torch
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    be = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[backend]
+    q = torch.randn(B, H, S, dqk, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(B, HKV, S, dqk, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(B, HKV, S, dv, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    do = torch.randn(B, H, S, dv, device="cuda", dtype=torch.bfloat16)
+    with sdpa_kernel(be):
+        f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        o = f()
+        tf = median_ms(f)
+        bw = lambda: torch.autograd.grad(o, (q, k, v), do, retain_graph=True)
+        tb = median_ms(bw)
+    return tf, tb
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--fa8", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--quick", action="store_true")
+    a = ap.parse_args()
+    import torch
+    rows = []
+    seqs = SEQS[:2] if a.quick else SEQS
+    t0 = time.time()
+    for dqk, dv in GEOMS:
+        for S in seqs:
+            for causal in (False, True):
+                flops = 2.0 * B * H * S * S * (dqk + dv) * (0.5 if causal else 1.0)
+                modes = "stale,matched,split" if S <= 4096 else "matched"
+                cmd = [a.fa8, "bench", "--heads", str(H), "--kv-heads", str(HKV), "--seqlen", str(S),
+                       "--hdim", f"{dqk}x{dv}", "--modes", modes, "--reps", "5" if S > 4096 else "10"]
+                if causal:
+                    cmd.append("--causal")
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                for line in r.stdout.splitlines():
+                    rows.append(json.loads(line))
+                if r.returncode:
+                    rows.append({"system": "fa8", "S": S, "dqk": dqk, "dv": dv, "causal": causal, "error": r.stderr.strip()})
+                for be in ("cudnn", "flash"):
+                    row = {"system": f"sdpa-bf16-{be}", "B": B, "H": H, "Hkv": HKV, "S": S, "dqk": dqk, "dv": dv,
+                           "causal": causal}
+                    try:
+                        tf, tb = sdpa(be, S, dqk, dv, causal)
+                        row.update(fwd_ms=tf, bwd_ms=tb, fwd_tflops=flops / tf * 1e-9, bwd_tflops=2.5 * flops / tb * 1e-9)
+                    except Exception as e:  # unsupported geometry for that backend
+                        row["error"] = str(e).splitlines()[0][:160]
+                    rows.append(row)
+                    torch.cuda.empty_cache()
+                print(f"[bench] d{dqk}x{dv} S={S} causal={causal} done ({time.time() - t0:.0f} s)", flush=True)
+    env = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
+           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "command": " ".join(sys.argv)}
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"env": env, "rows": rows}, f, indent=1)
+    lines = ["| d | S | causal | system | fwd TFLOP/s | bwd TFLOP/s |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | n/a | n/a ({r['error'][:60]}) |")
+        else:
+            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | {r['fwd_tflops']:.1f} | {r['bwd_tflops']:.1f} |")
+    with open(os.path.join(a.out, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+/* `fa8 bench`: forward and backward times of one problem on a GPU backend, per delta mode, as JSON lines.
+ * CUDA events around each call, warm-up, median of repetitions. FLOPs: forward 2*B*H*Sq*Sk*(dqk + dv)
+ * (= 4*B*H*S^2*d for dqk = dv), backward 2.5x that, both halved for causal; the backward time of `matched`
+ * includes its delta-prep pass. */
+#include <stdio.h>
+#include <string.h>
+#include "cli.h"
+#include "gpu_mem.h"
+#include "harness.h"
+#include "opts.h"
+
+typedef struct { fa8_problem p; fa8_fwd_tensors f; fa8_bwd_tensors b; void *ws; size_t wsb; } call;
+static int fwd(void *c) { call *k = c; return fa8_forward(&k->p, &k->f, NULL, 0, NULL) != FA8_OK; }
+static int bwd(void *c) { call *k = c; return fa8_backward(&k->p, &k->b, k->ws, k->wsb, NULL) != FA8_OK; }
+
+int cli_bench(int argc, char **argv) {
+  h_config c;
+  memset(&c, 0, sizeof c);
+  fa8_problem_init(&c.p);
+  c.p.backend = FA8_BACKEND_CUDA;
+  c.p.batch = 1; c.p.heads = 64; c.p.kv_heads = 64; c.p.seqlen_q = c.p.seqlen_k = 4096;
+  c.scale_rows = 128;
+  int32_t seqlen = 0, reps = 20;
+  const char *hdim = "128", *backend = "cuda", *modes = "stale,dohat,matched,split";
+  const opt_spec specs[] = {
+    { "backend", OPT_STR, &backend, 0, 0, "cuda (default) | cpu" },
+    { "batch", OPT_INT, &c.p.batch, 1, 1 << 20, "batch (1)" },
+    { "heads", OPT_INT, &c.p.heads, 1, 1 << 16, "query heads (64)" },
+    { "kv-heads", OPT_INT, &c.p.kv_heads, 1, 1 << 16, "key/value heads (64)" },
+    { "seqlen", OPT_INT, &seqlen, 1, 1 << 24, "sequence length (4096)" },
+    { "hdim", OPT_STR, &hdim, 0, 0, "head dim N or QKxV (128)" },
+    { "causal", OPT_FLAG, &c.p.causal, 0, 0, "causal (off)" },
+    { "modes", OPT_STR, &modes, 0, 0, "delta modes (all)" },
+    { "reps", OPT_INT, &reps, 1, 10000, "timed repetitions (20)" },
+  };
+  const int pr = opts_parse("bench", argc, argv, specs, (int)(sizeof specs / sizeof specs[0]));
+  if (pr) return pr > 0 ? 0 : 2;
+  if (seqlen) c.p.seqlen_q = c.p.seqlen_k = seqlen;
+  if (opts_hdim("bench", hdim, &c.p.hdim_qk, &c.p.hdim_v) || opts_backend("bench", backend, &c.p.backend)) return 2;
+  if (c.p.backend == FA8_BACKEND_CPU) { fprintf(stderr, "fa8 bench: times GPU kernels; use fa8 probe on the CPU\n"); return 2; }
+  if (h_gpu_count() == 0) { fprintf(stderr, "fa8 bench: no CUDA device\n"); return 1; }
+  h_data d;
+  if (h_alloc(&d, &c)) { fprintf(stderr, "fa8 bench: out of memory\n"); return 1; }
+  h_inputs in;
+  h_inputs_default(&in);
+  h_fill(&d, &in);
+  if (h_quantize(&d) != FA8_OK) { fprintf(stderr, "fa8 bench: quantize: %s\n", fa8_last_error()); h_free(&d); return 1; }
+  const double flops = 2.0 * c.p.batch * c.p.heads * (double)c.p.seqlen_q * c.p.seqlen_k * (c.p.hdim_qk + c.p.hdim_v) *
+                       (c.p.causal ? 0.5 : 1.0);
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s", modes);
+  int rc = 0;
+  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+    fa8_delta_mode m;
+    if (h_delta_from_name(tok, &m)) { fprintf(stderr, "fa8 bench: --modes '%s' is not a delta mode\n", tok); rc = 2; break; }
+    call k;
+    h_views(&d, m, &k.p, &k.f, &k.b);
+    k.p.collect_stats = 0;
+    k.ws = NULL; k.wsb = 0;
+    fa8_dispatch_names dn;
+    if (fa8_dispatch(&k.p, &dn) != FA8_OK) { fprintf(stderr, "fa8 bench: %s\n", fa8_last_error()); rc = 1; break; }
+    const double tf = h_gpu_median_ms(fwd, &k, 3, reps), tb = h_gpu_median_ms(bwd, &k, 3, reps);
+    if (tf < 0 || tb < 0) { fprintf(stderr, "fa8 bench: %s: %s\n", tok, fa8_last_error()); rc = 1; break; }
+    printf("{\"system\": \"fa8-%s\", \"B\": %d, \"H\": %d, \"Hkv\": %d, \"S\": %d, \"dqk\": %d, \"dv\": %d, \"causal\": %s, "
+           "\"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
+           tok, c.p.batch, c.p.heads, c.p.kv_heads, c.p.seqlen_q, c.p.hdim_qk, c.p.hdim_v, c.p.causal ? "true" : "false",
+           tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn.fwd, dn.bwd);
+    fflush(stdout);
+  }
+  h_free(&d);
+  return rc;
+}
