@@ -45,12 +45,15 @@ def main():
     ap.add_argument("--fa8", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--geoms", help="QKxV list, e.g. 128x128,192x128 (default: all)")
+    ap.add_argument("--seqs", help="sequence lengths, e.g. 4096,16384 (default: 1K,4K,16K)")
     a = ap.parse_args()
+    geoms = [tuple(int(x) for x in g.split("x")) for g in a.geoms.split(",")] if a.geoms else GEOMS
     import torch
     rows = []
-    seqs = SEQS[:2] if a.quick else SEQS
+    seqs = [int(x) for x in a.seqs.split(",")] if a.seqs else (SEQS[:2] if a.quick else SEQS)
     t0 = time.time()
-    for dqk, dv in GEOMS:
+    for dqk, dv in geoms:
         for S in seqs:
             for causal in (False, True):
                 flops = 2.0 * B * H * S * S * (dqk + dv) * (0.5 if causal else 1.0)

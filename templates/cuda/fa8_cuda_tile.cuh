@@ -38,21 +38,26 @@ FA8_MMA_SPEC(FA8_FMT_E5M2, FA8_FMT_E4M3, "e5m2", "e4m3")
 FA8_MMA_SPEC(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
 #undef FA8_MMA_SPEC
 
-/* A fragment of rows [r0, r0+16) and k [k0, k0+32) of a [rows][ld] byte tile. */
+/* Fragments come from shared memory through ldmatrix: viewing 4 FP8 bytes as two b16 halves, the b16 8x8
+ * matrix layout (thread t of row-group g holds row g, columns 2t..2t+1) is exactly the FP8 fragment layout
+ * (row g, bytes 4t..4t+3). Each lane supplies the address of one 16-byte row of one matrix. */
+__device__ __forceinline__ uint32_t fa8_smem_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* A fragment of rows [r0, r0+16) and k [k0, k0+32) of a [rows][ld] byte tile: matrices (rows 0-7, k 0-15),
+ * (rows 8-15, k 0-15), (rows 0-7, k 16-31), (rows 8-15, k 16-31) -> a0..a3. */
 __device__ __forceinline__ void fa8_load_a(uint32_t a[4], const uint8_t *s, int ld, int r0, int k0) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const uint8_t *p = s + (r0 + g) * ld + k0 + 4 * t;
-  a[0] = *(const uint32_t *)p;
-  a[1] = *(const uint32_t *)(p + 8 * ld);
-  a[2] = *(const uint32_t *)(p + 16);
-  a[3] = *(const uint32_t *)(p + 8 * ld + 16);
+  const int lane = threadIdx.x & 31;
+  const uint8_t *p = s + (r0 + (lane & 15)) * ld + k0 + (lane >> 4) * 16;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(fa8_smem_addr(p)));
 }
-/* B fragment of columns [n0, n0+8) and k [k0, k0+32) of an [n][ld] byte tile. */
+/* B fragment of columns [n0, n0+8) and k [k0, k0+32) of an [n][ld] byte tile: matrices (n 0-7, k 0-15) and
+ * (n 0-7, k 16-31) -> b0, b1 (lanes 16-31 repeat lanes 0-15's addresses; x2 ignores them). */
 __device__ __forceinline__ void fa8_load_b(uint32_t b[2], const uint8_t *s, int ld, int n0, int k0) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-  const uint8_t *p = s + (n0 + g) * ld + k0 + 4 * t;
-  b[0] = *(const uint32_t *)p;
-  b[1] = *(const uint32_t *)(p + 16);
+  const int lane = threadIdx.x & 31;
+  const uint8_t *p = s + (n0 + (lane & 7)) * ld + k0 + ((lane >> 3) & 1) * 16;
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n"
+               : "=r"(b[0]), "=r"(b[1]) : "r"(fa8_smem_addr(p)));
 }
 
 /* ---- conversions: hardware cvt with satfinite, bit-identical to fa8_encode (checked exhaustively) ---- */
