@@ -2,7 +2,9 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "cli.h"
 #include "harness.h"
 #include "npy.h"
@@ -25,6 +27,25 @@ static int load(const char *dir, const char *name, npy_array *a) {
   if (bad >= 0) {
     fprintf(stderr, "fa8 run: %s: non-finite value %g at flat index %" PRId64 "\n", path, (double)a->data[bad], bad);
     return -1;
+  }
+  return 0;
+}
+
+/* mkdir -p: the output directory is created like `fa8 gen --out` does. */
+static int make_dirs(const char *path) {
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s", path);
+  for (char *p = buf + 1; ; ++p) {
+    const char c = *p;
+    if (c == '/' || c == '\0') {
+      *p = '\0';
+      if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "fa8 run: --out %s: cannot create %s: %s\n", path, buf, strerror(errno));
+        return -1;
+      }
+      *p = c;
+      if (c == '\0') break;
+    }
   }
   return 0;
 }
@@ -95,6 +116,7 @@ int cli_run(int argc, char **argv) {
   fa8_dispatch_names dn;
   if (fa8_dispatch(&c.p, &dn) != FA8_OK) { fprintf(stderr, "fa8 run: %s\n", fa8_last_error()); goto done; }
 
+  if (make_dirs(out_dir)) goto done;
   h_data d;
   if (h_alloc(&d, &c)) { fprintf(stderr, "fa8 run: out of memory\n"); rc = 1; goto done; }
   memcpy(d.q, q.data, sizeof(float) * (size_t)d.nq);
