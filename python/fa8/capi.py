@@ -1,0 +1,140 @@
+"""ctypes mirror of fa8's C API (runtime/include/fa8.h): the structs, enums and entry points, for Python callers
+that hand fa8 raw pointers (numpy arrays on the CPU backend, torch tensors on the GPU). Errors raise Fa8Error
+with fa8_last_error()'s message, which names the bad argument."""
+import ctypes as C
+import os
+
+# enums (runtime/include/fa8_types.h, fa8_fp8.h, fa8.h)
+FMT = {"e4m3": 0, "e5m2": 1, "e4m3fnuz": 2, "e5m2fnuz": 3, "f32": 4}
+DELTA = {"stale": 0, "dohat": 1, "matched": 2, "split": 3}
+BACKEND = {"cpu": 0, "cuda": 1, "hip": 2}
+DTYPE = {"f32": 0, "bf16": 1, "fp8": 2}
+
+
+class Fa8Error(RuntimeError):
+    def __init__(self, status, message):
+        super().__init__(f"fa8 status {status}: {message}")
+        self.status = status
+
+
+class Tensor(C.Structure):
+    _fields_ = [("data", C.c_void_p), ("dtype", C.c_int), ("stride", C.c_int64 * 4)]
+
+
+class QTensor(C.Structure):
+    _fields_ = [("data", Tensor), ("data_t", Tensor), ("scales", C.c_void_p), ("scale_rows", C.c_int32),
+                ("fmt", C.c_int)]
+
+
+class QuantProblem(C.Structure):
+    _fields_ = [("batch", C.c_int32), ("seqlen", C.c_int32), ("heads", C.c_int32), ("hdim", C.c_int32),
+                ("fmt", C.c_int), ("scale_rows", C.c_int32), ("pow2_scales", C.c_int32), ("backend", C.c_int),
+                ("num_threads", C.c_int32)]
+
+
+class Problem(C.Structure):
+    _fields_ = [("batch", C.c_int32), ("seqlen_q", C.c_int32), ("seqlen_k", C.c_int32), ("heads", C.c_int32),
+                ("kv_heads", C.c_int32), ("hdim_qk", C.c_int32), ("hdim_v", C.c_int32), ("causal", C.c_int32),
+                ("softmax_scale", C.c_float), ("delta", C.c_int), ("fmt_qkv", C.c_int), ("fmt_grad", C.c_int),
+                ("backend", C.c_int), ("instance", C.c_char_p), ("num_threads", C.c_int32),
+                ("collect_stats", C.c_int32)]
+
+
+class FwdTensors(C.Structure):
+    _fields_ = [("q", QTensor), ("k", QTensor), ("v", QTensor), ("o", Tensor), ("o_f32", Tensor), ("o_rem", Tensor),
+                ("lse", Tensor)]
+
+
+class RowsumStats(C.Structure):
+    _fields_ = [(n, C.c_double) for n in ("pre_mean", "pre_max", "post_mean", "post_max", "pre_ra_mean", "pre_ra_max",
+                                          "post_ra_mean", "post_ra_max")] + [("rows", C.c_int64)]
+
+
+class BwdTensors(C.Structure):
+    _fields_ = [("q", QTensor), ("k", QTensor), ("v", QTensor), ("dout_q", QTensor), ("dout", Tensor), ("o", Tensor),
+                ("o_rem", Tensor), ("lse", Tensor), ("delta", Tensor), ("dq", Tensor), ("dk", Tensor), ("dv", Tensor),
+                ("stats", C.POINTER(RowsumStats))]
+
+
+class DispatchNames(C.Structure):
+    _fields_ = [("fwd", C.c_char_p), ("delta", C.c_char_p), ("bwd", C.c_char_p)]
+
+
+def _find_library():
+    env = os.environ.get("FA8_LIBRARY")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in ("../../build/libfa8.so", "../libfa8.so", "libfa8.so"):
+        p = os.path.normpath(os.path.join(here, cand))
+        if os.path.exists(p):
+            return p
+    raise OSError("libfa8.so not found: build fa8 (meson compile -C build) or set FA8_LIBRARY")
+
+
+class Lib:
+    """The loaded library; every call checks its status."""
+
+    def __init__(self, path=None):
+        self.lib = C.CDLL(path or _find_library())
+        L = self.lib
+        L.fa8_last_error.restype = C.c_char_p
+        L.fa8_status_string.restype = C.c_char_p
+        for name, args in {
+            "fa8_quant_problem_init": [C.POINTER(QuantProblem)],
+            "fa8_problem_init": [C.POINTER(Problem)],
+        }.items():
+            getattr(L, name).argtypes = args
+            getattr(L, name).restype = None
+        sig = {
+            "fa8_quantize_workspace": [C.POINTER(QuantProblem), C.POINTER(C.c_size_t)],
+            "fa8_quantize": [C.POINTER(QuantProblem), C.POINTER(Tensor), C.POINTER(QTensor), C.c_void_p, C.c_size_t,
+                             C.c_void_p],
+            "fa8_forward_workspace": [C.POINTER(Problem), C.POINTER(C.c_size_t)],
+            "fa8_forward": [C.POINTER(Problem), C.POINTER(FwdTensors), C.c_void_p, C.c_size_t, C.c_void_p],
+            "fa8_backward_workspace": [C.POINTER(Problem), C.POINTER(C.c_size_t)],
+            "fa8_backward": [C.POINTER(Problem), C.POINTER(BwdTensors), C.c_void_p, C.c_size_t, C.c_void_p],
+            "fa8_dispatch": [C.POINTER(Problem), C.POINTER(DispatchNames)],
+        }
+        for name, args in sig.items():
+            getattr(L, name).argtypes = args
+            getattr(L, name).restype = C.c_int
+
+    def check(self, status):
+        if status != 0:
+            raise Fa8Error(status, self.lib.fa8_last_error().decode())
+
+    def call(self, name, *args):
+        self.check(getattr(self.lib, name)(*args))
+
+    def problem(self, **kw):
+        p = Problem()
+        self.lib.fa8_problem_init(C.byref(p))
+        for k, v in kw.items():
+            if k == "delta":
+                v = DELTA[v]
+            elif k in ("fmt_qkv", "fmt_grad"):
+                v = FMT[v]
+            elif k == "backend":
+                v = BACKEND[v]
+            elif k == "instance" and isinstance(v, str):
+                v = v.encode()
+            setattr(p, k, v)
+        return p
+
+    def quant_problem(self, **kw):
+        p = QuantProblem()
+        self.lib.fa8_quant_problem_init(C.byref(p))
+        for k, v in kw.items():
+            setattr(p, k, FMT[v] if k == "fmt" else BACKEND[v] if k == "backend" else v)
+        return p
+
+
+def tensor(ptr, dtype, strides):
+    """A fa8_tensor view: ptr (int), dtype name, strides in elements (up to 4; D / S contiguous last)."""
+    t = Tensor()
+    t.data = ptr
+    t.dtype = DTYPE[dtype]
+    for i, s in enumerate(strides):
+        t.stride[i] = int(s)
+    return t
