@@ -131,10 +131,10 @@ def sdpa(q, k, v, do, causal, backend):
     return (t.transpose(1, 2) for t in (o, dq, dk, dv))
 
 
-def cudnn_fp8(q, k, v, do, causal, ref_o):
+def cudnn_fp8(q, k, v, do, causal, ref_o, ref_grads):
     """cuDNN's own FP8 SDPA (nvidia-cudnn-frontend) forward + backward, per-tensor current scaling: every FP8
-    tensor gets scale = 448 / amax (dP's amax from a float64 dO.V^t, O's from the reference output), so cuDNN
-    is given its best case. Inputs and outputs [B, S, H, D] are handed over as [B, H, S, D] views."""
+    tensor gets scale = 448 / amax (dP's amax from a float64 dO.V^t, O's and dQ/dK/dV's from the reference), so
+    cuDNN is given its best case. On Hopper its FP8 backward writes FP8 gradients (BF16 ones need Blackwell). Inputs and outputs [B, S, H, D] are handed over as [B, H, S, D] views."""
     import cudnn
     F8, FL = cudnn.data_type.FP8_E4M3, cudnn.data_type.FLOAT
     handle = cudnn.create_handle()
@@ -199,25 +199,25 @@ def cudnn_fp8(q, k, v, do, causal, ref_o):
         q=Q, k=K, v=V, o=O2, dO=dO, stats=ST, descale_q=sc[0], descale_k=sc[1], descale_v=sc[2], descale_o=sc[3],
         descale_dO=sc[4], descale_s=sc[5], descale_dP=sc[6], scale_s=sc[7], scale_dQ=sc[8], scale_dK=sc[9],
         scale_dV=sc[10], scale_dP=sc[11], attn_scale=1.0 / math.sqrt(D), use_causal_mask=causal)
-    outs = {}
-    for name, tn, like in (("dq", dQ, q), ("dk", dK, k), ("dv", dV, v)):
-        buf = torch.empty(like.shape, dtype=torch.bfloat16, device="cuda")
-        tn.set_output(True).set_dim(list(bhsd(buf).shape)).set_stride(list(bhsd(buf).stride())).set_data_type(
-            cudnn.data_type.BFLOAT16)
+    outs, gscale = {}, {}
+    for (name, tn, like), rg in zip((("dq", dQ, q), ("dk", dK, k), ("dv", dV, v)), ref_grads):
+        buf = torch.empty(like.shape, dtype=torch.float8_e4m3fn, device="cuda")
+        tn.set_output(True).set_dim(list(bhsd(buf).shape)).set_stride(list(bhsd(buf).stride())).set_data_type(F8)
         outs[name] = (tn, buf)
+        gscale[name] = 448.0 / float(rg.abs().max())
     amaxes = [one(0.0) for _ in range(4)]
     for t in (adq, adk, adv, adp):
         t.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(FL)
     ws = build(gb)
-    vals = [dsq, dsk, dsv, one(1 / scale_o), dsdo, one(1 / 448.0), one(dp_amax / 448.0), one(448.0), one(1.0), one(1.0),
-            one(1.0), one(448.0 / dp_amax)]
+    vals = [dsq, dsk, dsv, one(1 / scale_o), dsdo, one(1 / 448.0), one(dp_amax / 448.0), one(448.0), one(gscale["dq"]),
+            one(gscale["dk"]), one(gscale["dv"]), one(448.0 / dp_amax)]
     pack = {Q: bhsd(q8), K: bhsd(k8), V: bhsd(v8), O2: bhsd(o8), dO: bhsd(do8), ST: st}
     pack.update({t: x for t, x in zip(sc, vals)})
     pack.update({tn: bhsd(buf) for tn, buf in outs.values()})
     pack.update({t: a for t, a in zip((adq, adk, adv, adp), amaxes)})
     gb.execute(pack, ws, handle=handle)
     torch.cuda.synchronize()
-    return o, outs["dq"][1], outs["dk"][1], outs["dv"][1]
+    return (o,) + tuple(outs[n][1].float() / gscale[n] for n in ("dq", "dk", "dv"))
 
 
 def main():
@@ -249,7 +249,7 @@ def main():
         except Exception as e:  # noqa: BLE001 - record why a peer could not run
             res["systems"][f"sdpa-bf16-{be}"] = {"error": str(e).splitlines()[0][:200]}
     try:
-        o, dq, dk, dv = cudnn_fp8(q, k, v, do, causal, ro)
+        o, dq, dk, dv = cudnn_fp8(q, k, v, do, causal, ro, (rdq, rdk, rdv))
         res["systems"]["cudnn-fp8"] = dict(err_o=rel(o, ro), err_dq=rel(dq, rdq), err_dk=rel(dk, rdk), err_dv=rel(dv, rdv),
                                            delta="stale (cuDNN computes rowsum(dO o O) from the saved FP8 output)")
     except Exception as e:  # noqa: BLE001 - record why the peer could not run
