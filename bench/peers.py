@@ -131,93 +131,107 @@ def sdpa(q, k, v, do, causal, backend):
     return (t.transpose(1, 2) for t in (o, dq, dk, dv))
 
 
+class CudnnFp8:
+    """cuDNN's own FP8 SDPA (nvidia-cudnn-frontend) forward + backward graphs, built once, run many times.
+    Per-tensor current scaling: every FP8 tensor gets scale = 448 / amax (amaxes of O, dP, dQ, dK, dV given by
+    the caller from a float64 reference, or estimated), so cuDNN is given its best case. On Hopper its FP8
+    backward writes FP8 gradients (BF16 ones need Blackwell) and computes delta from the saved FP8 output.
+    Inputs and outputs are [B, S, H, D] tensors handed over as [B, H, S, D] views."""
+
+    def __init__(self, q, k, v, do, causal, amax_o, amax_dp, amax_grads):
+        import cudnn
+        self.cudnn = cudnn
+        F8, FL = cudnn.data_type.FP8_E4M3, cudnn.data_type.FLOAT
+        self.handle = cudnn.create_handle()
+        cudnn.set_stream(self.handle, torch.cuda.current_stream().cuda_stream)
+        D = q.shape[3]
+        one = lambda x: torch.tensor([[[[x]]]], device="cuda", dtype=torch.float32)  # noqa: E731
+        bhsd = lambda t: t.transpose(1, 2)  # noqa: E731
+
+        def quant(x):
+            scale = 448.0 / max(float(x.abs().max()), 1e-30)
+            return (x.float() * scale).to(torch.float8_e4m3fn), one(1.0 / scale)
+
+        (q8, dsq), (k8, dsk), (v8, dsv), (do8, dsdo) = (quant(x) for x in (q, k, v, do))
+        self.keep = [q8, k8, v8, do8]
+
+        def t_like(gr, x, dt):
+            return gr.tensor(dim=list(x.shape), stride=list(x.stride()), data_type=dt)
+
+        def scalar(gr):
+            return gr.tensor(dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=FL)
+
+        def out_scalar(t):
+            t.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(FL)
+
+        def build(gr):
+            gr.validate()
+            gr.build_operation_graph()
+            gr.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+            gr.check_support()
+            gr.build_plans()
+            return torch.empty(gr.get_workspace_size(), dtype=torch.uint8, device="cuda")
+
+        gf = cudnn.pygraph(io_data_type=F8, intermediate_data_type=FL, compute_data_type=FL, handle=self.handle)
+        Q, K, V = (t_like(gf, bhsd(x), F8) for x in (q8, k8, v8))
+        sq, sk, sv, ds_s, s_s, s_o = (scalar(gf) for _ in range(6))
+        O, stats, amax_s, amax_o_t = gf.sdpa_fp8(q=Q, k=K, v=V, descale_q=sq, descale_k=sk, descale_v=sv,
+                                                  descale_s=ds_s, scale_s=s_s, scale_o=s_o, is_inference=False,
+                                                  attn_scale=1.0 / math.sqrt(D), use_causal_mask=causal)
+        self.o8 = torch.empty(q.shape[0], q.shape[1], q.shape[2], v.shape[3], dtype=torch.float8_e4m3fn, device="cuda")
+        O.set_output(True).set_dim(list(bhsd(self.o8).shape)).set_stride(list(bhsd(self.o8).stride())).set_data_type(F8)
+        self.st = torch.empty(q.shape[0], q.shape[2], q.shape[1], 1, dtype=torch.float32, device="cuda")
+        stats.set_output(True).set_dim(list(self.st.shape)).set_stride(list(self.st.stride())).set_data_type(FL)
+        out_scalar(amax_s)
+        out_scalar(amax_o_t)
+        self.gf, self.wsf = gf, build(gf)
+        self.scale_o = 448.0 / amax_o
+        self.pf = {Q: bhsd(q8), K: bhsd(k8), V: bhsd(v8), sq: dsq, sk: dsk, sv: dsv, ds_s: one(1 / 448.0),
+                   s_s: one(448.0), s_o: one(self.scale_o), O: bhsd(self.o8), stats: self.st, amax_s: one(0.0),
+                   amax_o_t: one(0.0)}
+
+        gb = cudnn.pygraph(io_data_type=F8, intermediate_data_type=FL, compute_data_type=FL, handle=self.handle)
+        Q, K, V, O2, dO = (t_like(gb, bhsd(x), F8) for x in (q8, k8, v8, self.o8, do8))
+        ST = gb.tensor(dim=list(self.st.shape), stride=list(self.st.stride()), data_type=FL)
+        sc = [scalar(gb) for _ in range(12)]
+        dQ, dK, dV, adq, adk, adv, adp = gb.sdpa_fp8_backward(
+            q=Q, k=K, v=V, o=O2, dO=dO, stats=ST, descale_q=sc[0], descale_k=sc[1], descale_v=sc[2], descale_o=sc[3],
+            descale_dO=sc[4], descale_s=sc[5], descale_dP=sc[6], scale_s=sc[7], scale_dQ=sc[8], scale_dK=sc[9],
+            scale_dV=sc[10], scale_dP=sc[11], attn_scale=1.0 / math.sqrt(D), use_causal_mask=causal)
+        self.grads, self.gscale = {}, {}
+        for (name, tn, like), amax in zip((("dq", dQ, q), ("dk", dK, k), ("dv", dV, v)), amax_grads):
+            buf = torch.empty(like.shape, dtype=torch.float8_e4m3fn, device="cuda")
+            tn.set_output(True).set_dim(list(bhsd(buf).shape)).set_stride(list(bhsd(buf).stride())).set_data_type(F8)
+            self.grads[name] = (tn, buf)
+            self.gscale[name] = 448.0 / amax
+        for t in (adq, adk, adv, adp):
+            out_scalar(t)
+        self.gb, self.wsb = gb, build(gb)
+        vals = [dsq, dsk, dsv, one(1 / self.scale_o), dsdo, one(1 / 448.0), one(amax_dp / 448.0), one(448.0),
+                one(self.gscale["dq"]), one(self.gscale["dk"]), one(self.gscale["dv"]), one(448.0 / amax_dp)]
+        self.pb = {Q: bhsd(q8), K: bhsd(k8), V: bhsd(v8), O2: bhsd(self.o8), dO: bhsd(do8), ST: self.st}
+        self.pb.update({t: x for t, x in zip(sc, vals)})
+        self.pb.update({tn: bhsd(buf) for tn, buf in self.grads.values()})
+        self.pb.update({t: one(0.0) for t in (adq, adk, adv, adp)})
+
+    def forward(self):
+        self.gf.execute(self.pf, self.wsf, handle=self.handle)
+
+    def backward(self):
+        self.gb.execute(self.pb, self.wsb, handle=self.handle)
+
+    def results(self):
+        torch.cuda.synchronize()
+        return (self.o8.float() / self.scale_o,) + tuple(self.grads[n][1].float() / self.gscale[n] for n in ("dq", "dk", "dv"))
+
+
 def cudnn_fp8(q, k, v, do, causal, ref_o, ref_grads):
-    """cuDNN's own FP8 SDPA (nvidia-cudnn-frontend) forward + backward, per-tensor current scaling: every FP8
-    tensor gets scale = 448 / amax (dP's amax from a float64 dO.V^t, O's and dQ/dK/dV's from the reference), so
-    cuDNN is given its best case. On Hopper its FP8 backward writes FP8 gradients (BF16 ones need Blackwell). Inputs and outputs [B, S, H, D] are handed over as [B, H, S, D] views."""
-    import cudnn
-    F8, FL = cudnn.data_type.FP8_E4M3, cudnn.data_type.FLOAT
-    handle = cudnn.create_handle()
-    cudnn.set_stream(handle, torch.cuda.current_stream().cuda_stream)
-    D = q.shape[3]
     g = q.shape[2] // k.shape[2]
-
-    def quant(x, amax=None):
-        amax = float(x.abs().max()) if amax is None else amax
-        scale = 448.0 / max(amax, 1e-30)
-        return (x.float() * scale).to(torch.float8_e4m3fn), torch.tensor([[[[1.0 / scale]]]], device="cuda")
-
-    q8, dsq = quant(q)
-    k8, dsk = quant(k)
-    v8, dsv = quant(v)
-    do8, dsdo = quant(do)
-    amax_o = float(ref_o.abs().max())
     dp_amax = float(torch.einsum("bihd,bjhd->bhij", do.double(), v.double().repeat_interleave(g, 2)).abs().max())
-    one = lambda x: torch.tensor([[[[x]]]], device="cuda", dtype=torch.float32)  # noqa: E731
-    bhsd = lambda t: t.transpose(1, 2)  # noqa: E731
-
-    def t_like(gr, x, dt):
-        return gr.tensor(dim=list(x.shape), stride=list(x.stride()), data_type=dt)
-
-    def scalar(gr):
-        return gr.tensor(dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], data_type=FL)
-
-    def build(gr):
-        gr.validate()
-        gr.build_operation_graph()
-        gr.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
-        gr.check_support()
-        gr.build_plans()
-        return torch.empty(gr.get_workspace_size(), dtype=torch.uint8, device="cuda")
-
-    # forward
-    gf = cudnn.pygraph(io_data_type=F8, intermediate_data_type=FL, compute_data_type=FL, handle=handle)
-    Q, K, V = (t_like(gf, bhsd(x), F8) for x in (q8, k8, v8))
-    sq, sk, sv, ds_s, s_s, s_o = (scalar(gf) for _ in range(6))
-    O, stats, amax_s, amax_o_t = gf.sdpa_fp8(q=Q, k=K, v=V, descale_q=sq, descale_k=sk, descale_v=sv, descale_s=ds_s,
-                                              scale_s=s_s, scale_o=s_o, is_inference=False, attn_scale=1.0 / math.sqrt(D),
-                                              use_causal_mask=causal)
-    o8 = torch.empty(q.shape[0], q.shape[1], q.shape[2], v.shape[3], dtype=torch.float8_e4m3fn, device="cuda")
-    O.set_output(True).set_dim(list(bhsd(o8).shape)).set_stride(list(bhsd(o8).stride())).set_data_type(F8)
-    st = torch.empty(q.shape[0], q.shape[2], q.shape[1], 1, dtype=torch.float32, device="cuda")
-    stats.set_output(True).set_dim(list(st.shape)).set_stride(list(st.stride())).set_data_type(FL)
-    a_s, a_o = one(0.0), one(0.0)
-    for t in (amax_s, amax_o_t):
-        t.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(FL)
-    ws = build(gf)
-    scale_o = 448.0 / amax_o
-    gf.execute({Q: bhsd(q8), K: bhsd(k8), V: bhsd(v8), sq: dsq, sk: dsk, sv: dsv, ds_s: one(1 / 448.0), s_s: one(448.0),
-                s_o: one(scale_o), O: bhsd(o8), stats: st, amax_s: a_s, amax_o_t: a_o}, ws, handle=handle)
-    o = o8.float() / scale_o
-
-    # backward
-    gb = cudnn.pygraph(io_data_type=F8, intermediate_data_type=FL, compute_data_type=FL, handle=handle)
-    Q, K, V, O2, dO = (t_like(gb, bhsd(x), F8) for x in (q8, k8, v8, o8, do8))
-    ST = gb.tensor(dim=list(st.shape), stride=list(st.stride()), data_type=FL)
-    sc = [scalar(gb) for _ in range(12)]
-    dQ, dK, dV, adq, adk, adv, adp = gb.sdpa_fp8_backward(
-        q=Q, k=K, v=V, o=O2, dO=dO, stats=ST, descale_q=sc[0], descale_k=sc[1], descale_v=sc[2], descale_o=sc[3],
-        descale_dO=sc[4], descale_s=sc[5], descale_dP=sc[6], scale_s=sc[7], scale_dQ=sc[8], scale_dK=sc[9],
-        scale_dV=sc[10], scale_dP=sc[11], attn_scale=1.0 / math.sqrt(D), use_causal_mask=causal)
-    outs, gscale = {}, {}
-    for (name, tn, like), rg in zip((("dq", dQ, q), ("dk", dK, k), ("dv", dV, v)), ref_grads):
-        buf = torch.empty(like.shape, dtype=torch.float8_e4m3fn, device="cuda")
-        tn.set_output(True).set_dim(list(bhsd(buf).shape)).set_stride(list(bhsd(buf).stride())).set_data_type(F8)
-        outs[name] = (tn, buf)
-        gscale[name] = 448.0 / float(rg.abs().max())
-    amaxes = [one(0.0) for _ in range(4)]
-    for t in (adq, adk, adv, adp):
-        t.set_output(True).set_dim([1, 1, 1, 1]).set_stride([1, 1, 1, 1]).set_data_type(FL)
-    ws = build(gb)
-    vals = [dsq, dsk, dsv, one(1 / scale_o), dsdo, one(1 / 448.0), one(dp_amax / 448.0), one(448.0), one(gscale["dq"]),
-            one(gscale["dk"]), one(gscale["dv"]), one(448.0 / dp_amax)]
-    pack = {Q: bhsd(q8), K: bhsd(k8), V: bhsd(v8), O2: bhsd(o8), dO: bhsd(do8), ST: st}
-    pack.update({t: x for t, x in zip(sc, vals)})
-    pack.update({tn: bhsd(buf) for tn, buf in outs.values()})
-    pack.update({t: a for t, a in zip((adq, adk, adv, adp), amaxes)})
-    gb.execute(pack, ws, handle=handle)
-    torch.cuda.synchronize()
-    return (o,) + tuple(outs[n][1].float() / gscale[n] for n in ("dq", "dk", "dv"))
+    c = CudnnFp8(q, k, v, do, causal, float(ref_o.abs().max()), dp_amax, [float(r.abs().max()) for r in ref_grads])
+    c.forward()
+    c.backward()
+    return c.results()
 
 
 def main():

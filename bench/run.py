@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""First-numbers benchmark (runs on the GPU machine): fa8 (via `fa8 bench`) next to torch SDPA BF16 with the
-cuDNN and flash backends, same shapes, same run. Writes results.json and results.md to --out.
+"""Speed benchmark (runs on the GPU machine): fa8 (via `fa8 bench`, which times the C API calls with CUDA events)
+next to torch SDPA BF16 (cuDNN and flash backends) and cuDNN's own FP8 SDPA (nvidia-cudnn-frontend), same shapes,
+same run. Writes results.json, results.md (with fa8 / best peer per cell) and speed.png to --out.
 FLOPs: forward 2*B*H*Sq*Sk*(dqk+dv), backward 2.5x, halved for causal (the same count for every system)."""
 import argparse, datetime, json, os, subprocess, sys, time
 
@@ -40,6 +41,43 @@ def sdpa(backend, S, dqk, dv, causal):
     return tf, tb
 
 
+def cudnn_fp8(S, dqk, dv, causal, hkv):
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import torch
+    from peers import CudnnFp8
+    q = torch.randn(B, S, H, dqk, device="cuda", dtype=torch.bfloat16)
+    k = torch.randn(B, S, hkv, dqk, device="cuda", dtype=torch.bfloat16)
+    v = torch.randn(B, S, hkv, dv, device="cuda", dtype=torch.bfloat16)
+    do = torch.randn(B, S, H, dv, device="cuda", dtype=torch.bfloat16)
+    c = CudnnFp8(q, k, v, do, causal, 1.0, 1.0, [1.0, 1.0, 1.0])   # scales do not change the timing
+    return median_ms(c.forward, reps=5), median_ms(c.backward, reps=5)
+
+
+def plot(rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    geoms = sorted({(r["dqk"], r["dv"]) for r in rows})
+    fig, axs = plt.subplots(2, len(geoms), figsize=(4 * len(geoms), 7), squeeze=False)
+    for j, (dqk, dv) in enumerate(geoms):
+        for i, key in enumerate(("fwd_tflops", "bwd_tflops")):
+            ax = axs[i][j]
+            for sysname in sorted({r["system"] for r in rows}):
+                for causal in (False, True):
+                    pts = sorted((r["S"], r[key]) for r in rows if r["system"] == sysname and r["dqk"] == dqk and
+                                 r["dv"] == dv and r["causal"] == causal and key in r and r.get("Hkv", HKV) == HKV)
+                    if pts:
+                        ax.plot(*zip(*pts), marker="o", linestyle="--" if causal else "-",
+                                label=f"{sysname}{' causal' if causal else ''}")
+            ax.set_xscale("log", base=2)
+            ax.set_title(f"d={dqk}x{dv} {'forward' if i == 0 else 'backward'}")
+            ax.set_xlabel("S")
+            ax.set_ylabel("TFLOP/s")
+    axs[0][0].legend(fontsize=6)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--fa8", required=True)
@@ -67,6 +105,14 @@ def main():
                     rows.append(json.loads(line))
                 if r.returncode:
                     rows.append({"system": "fa8", "S": S, "dqk": dqk, "dv": dv, "causal": causal, "error": r.stderr.strip()})
+                row = {"system": "cudnn-fp8", "B": B, "H": H, "Hkv": HKV, "S": S, "dqk": dqk, "dv": dv, "causal": causal}
+                try:
+                    tf, tb = cudnn_fp8(S, dqk, dv, causal, HKV)
+                    row.update(fwd_ms=tf, bwd_ms=tb, fwd_tflops=flops / tf * 1e-9, bwd_tflops=2.5 * flops / tb * 1e-9)
+                except Exception as e:  # noqa: BLE001 - record which geometries cuDNN FP8 refuses
+                    row["error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:160]
+                rows.append(row)
+                torch.cuda.empty_cache()
                 for be in ("cudnn", "flash"):
                     row = {"system": f"sdpa-bf16-{be}", "B": B, "H": H, "Hkv": HKV, "S": S, "dqk": dqk, "dv": dv,
                            "causal": causal}
@@ -78,19 +124,31 @@ def main():
                     rows.append(row)
                     torch.cuda.empty_cache()
                 print(f"[bench] d{dqk}x{dv} S={S} causal={causal} done ({time.time() - t0:.0f} s)", flush=True)
+                with open(os.path.join(a.out, "results.json"), "w") as f:   # partial results survive a time-out
+                    json.dump({"rows": rows, "partial": True}, f)
     env = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "command": " ".join(sys.argv)}
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"env": env, "rows": rows}, f, indent=1)
-    lines = ["| d | S | causal | system | fwd TFLOP/s | bwd TFLOP/s |", "|---|---|---|---|---|---|"]
+    lines = ["| d | S | causal | system | fwd TFLOP/s | bwd TFLOP/s | fa8 matched / best peer (fwd, bwd) |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
+        cell = [x for x in rows if (x["dqk"], x["dv"], x["S"], x["causal"]) == (r["dqk"], r["dv"], r["S"], r["causal"])]
+        peers = [x for x in cell if not x["system"].startswith("fa8") and "error" not in x]
+        mine = [x for x in cell if x["system"] == "fa8-matched" and "error" not in x]
+        ratio = ""
+        if r["system"] == "fa8-matched" and peers and mine:
+            ratio = "%.2f, %.2f" % (mine[0]["fwd_tflops"] / max(p["fwd_tflops"] for p in peers),
+                                    mine[0]["bwd_tflops"] / max(p["bwd_tflops"] for p in peers))
         if "error" in r:
-            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | n/a | n/a ({r['error'][:60]}) |")
+            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | n/a | n/a ({r['error'][:70]}) | |")
         else:
-            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | {r['fwd_tflops']:.1f} | {r['bwd_tflops']:.1f} |")
+            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | {r['fwd_tflops']:.1f} | "
+                         f"{r['bwd_tflops']:.1f} | {ratio} |")
     with open(os.path.join(a.out, "results.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+    plot([r for r in rows if "error" not in r], os.path.join(a.out, "speed.png"))
 
 
 if __name__ == "__main__":
