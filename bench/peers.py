@@ -245,7 +245,9 @@ def main():
     B, H, Hkv, D, S, causal = 1, 16, 4, 128, a.seqlen, True
     q, k, v, do = make_inputs(B, S, H, Hkv, D, a.seed)
     ro, rdq, rdk, rdv = reference(q, k, v, do, causal)
-    res = {"problem": dict(B=B, H=H, Hkv=Hkv, D=D, S=S, causal=causal, seed=a.seed,
+    res = {"env": {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "cuda": torch.version.cuda,
+                   "cudnn": torch.backends.cudnn.version(), "fa8_commit": os.environ.get("FA8_COMMIT", "unknown")},
+           "problem": dict(B=B, H=H, Hkv=Hkv, D=D, S=S, causal=causal, seed=a.seed,
                            inputs="Q/K with 4 high-gain channels (gain 6, shared sign), logit std 3; V, dO outliers"),
            "systems": {}}
     hist = {}

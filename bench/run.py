@@ -6,8 +6,9 @@ FLOPs: forward 2*B*H*Sq*Sk*(dqk+dv), backward 2.5x, halved for causal (the same 
 import argparse, datetime, json, os, subprocess, sys, time
 
 GEOMS = [(64, 64), (128, 128), (256, 256), (192, 128)]
-SEQS = [1024, 4096, 16384]
+SEQS = [1024, 4096, 16384, 32768]
 H, HKV, B = 64, 8, 1
+MHA_CELLS = [(128, 128, 4096), (128, 128, 16384)]   # also measured with H = Hkv = 64 (MHA)
 
 
 def median_ms(fn, warmup=3, reps=10):
@@ -24,13 +25,13 @@ def median_ms(fn, warmup=3, reps=10):
     return ts[len(ts) // 2]
 
 
-def sdpa(backend, S, dqk, dv, causal):
+def sdpa(backend, S, dqk, dv, causal, hkv=HKV):
     import torch
     from torch.nn.attention import sdpa_kernel, SDPBackend
     be = {"cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}[backend]
     q = torch.randn(B, H, S, dqk, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    k = torch.randn(B, HKV, S, dqk, device="cuda", dtype=torch.bfloat16, requires_grad=True)
-    v = torch.randn(B, HKV, S, dv, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    k = torch.randn(B, hkv, S, dqk, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    v = torch.randn(B, hkv, S, dv, device="cuda", dtype=torch.bfloat16, requires_grad=True)
     do = torch.randn(B, H, S, dv, device="cuda", dtype=torch.bfloat16)
     with sdpa_kernel(be):
         f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
@@ -91,43 +92,57 @@ def main():
     rows = []
     seqs = [int(x) for x in a.seqs.split(",")] if a.seqs else (SEQS[:2] if a.quick else SEQS)
     t0 = time.time()
+    def cell(S, dqk, dv, causal, hkv):
+        flops = 2.0 * B * H * S * S * (dqk + dv) * (0.5 if causal else 1.0)
+        modes = "stale,dohat,matched,split" if S <= 4096 else "matched"
+        cmd = [a.fa8, "bench", "--heads", str(H), "--kv-heads", str(hkv), "--seqlen", str(S),
+               "--hdim", f"{dqk}x{dv}", "--modes", modes, "--reps", "5" if S > 4096 else "10"]
+        if causal:
+            cmd.append("--causal")
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            rows.append(json.loads(line))
+        if r.returncode:
+            rows.append({"system": "fa8", "S": S, "dqk": dqk, "dv": dv, "causal": causal, "Hkv": hkv,
+                         "error": r.stderr.strip()})
+        base = {"B": B, "H": H, "Hkv": hkv, "S": S, "dqk": dqk, "dv": dv, "causal": causal}
+        row = dict(base, system="cudnn-fp8")
+        try:
+            tf, tb = cudnn_fp8(S, dqk, dv, causal, hkv)
+            row.update(fwd_ms=tf, bwd_ms=tb, fwd_tflops=flops / tf * 1e-9, bwd_tflops=2.5 * flops / tb * 1e-9)
+        except Exception as e:  # noqa: BLE001 - record which geometries cuDNN FP8 refuses
+            row["error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:160]
+        rows.append(row)
+        torch.cuda.empty_cache()
+        for be in ("cudnn", "flash"):
+            row = dict(base, system=f"sdpa-bf16-{be}")
+            try:
+                tf, tb = sdpa(be, S, dqk, dv, causal, hkv)
+                row.update(fwd_ms=tf, bwd_ms=tb, fwd_tflops=flops / tf * 1e-9, bwd_tflops=2.5 * flops / tb * 1e-9)
+            except Exception as e:  # noqa: BLE001 - unsupported geometry for that backend
+                row["error"] = str(e).splitlines()[0][:160]
+            rows.append(row)
+            torch.cuda.empty_cache()
+        print(f"[bench] d{dqk}x{dv} S={S} causal={causal} Hkv={hkv} done ({time.time() - t0:.0f} s)", flush=True)
+        with open(os.path.join(a.out, "results.json"), "w") as f:   # partial results survive a time-out
+            json.dump({"rows": rows, "partial": True}, f)
+
     for dqk, dv in geoms:
         for S in seqs:
+            if S > 16384 and (dqk, dv) != (128, 128):
+                continue   # 32K: d=128 only, to keep the whole run inside one device call
             for causal in (False, True):
-                flops = 2.0 * B * H * S * S * (dqk + dv) * (0.5 if causal else 1.0)
-                modes = "stale,matched,split" if S <= 4096 else "matched"
-                cmd = [a.fa8, "bench", "--heads", str(H), "--kv-heads", str(HKV), "--seqlen", str(S),
-                       "--hdim", f"{dqk}x{dv}", "--modes", modes, "--reps", "5" if S > 4096 else "10"]
-                if causal:
-                    cmd.append("--causal")
-                r = subprocess.run(cmd, capture_output=True, text=True)
-                for line in r.stdout.splitlines():
-                    rows.append(json.loads(line))
-                if r.returncode:
-                    rows.append({"system": "fa8", "S": S, "dqk": dqk, "dv": dv, "causal": causal, "error": r.stderr.strip()})
-                row = {"system": "cudnn-fp8", "B": B, "H": H, "Hkv": HKV, "S": S, "dqk": dqk, "dv": dv, "causal": causal}
-                try:
-                    tf, tb = cudnn_fp8(S, dqk, dv, causal, HKV)
-                    row.update(fwd_ms=tf, bwd_ms=tb, fwd_tflops=flops / tf * 1e-9, bwd_tflops=2.5 * flops / tb * 1e-9)
-                except Exception as e:  # noqa: BLE001 - record which geometries cuDNN FP8 refuses
-                    row["error"] = (type(e).__name__ + ": " + str(e)).splitlines()[0][:160]
-                rows.append(row)
-                torch.cuda.empty_cache()
-                for be in ("cudnn", "flash"):
-                    row = {"system": f"sdpa-bf16-{be}", "B": B, "H": H, "Hkv": HKV, "S": S, "dqk": dqk, "dv": dv,
-                           "causal": causal}
-                    try:
-                        tf, tb = sdpa(be, S, dqk, dv, causal)
-                        row.update(fwd_ms=tf, bwd_ms=tb, fwd_tflops=flops / tf * 1e-9, bwd_tflops=2.5 * flops / tb * 1e-9)
-                    except Exception as e:  # unsupported geometry for that backend
-                        row["error"] = str(e).splitlines()[0][:160]
-                    rows.append(row)
-                    torch.cuda.empty_cache()
-                print(f"[bench] d{dqk}x{dv} S={S} causal={causal} done ({time.time() - t0:.0f} s)", flush=True)
-                with open(os.path.join(a.out, "results.json"), "w") as f:   # partial results survive a time-out
-                    json.dump({"rows": rows, "partial": True}, f)
+                cell(S, dqk, dv, causal, HKV)
+    if not a.geoms:
+        for dqk, dv, S in MHA_CELLS:
+            for causal in (False, True):
+                cell(S, dqk, dv, causal, H)
     env = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "command": " ".join(sys.argv)}
+           "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "command": " ".join(sys.argv),
+           "driver": subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                                    capture_output=True, text=True).stdout.strip(),
+           "fa8_commit": os.environ.get("FA8_COMMIT", "unknown"),
+           "fa8_version": subprocess.run([a.fa8, "version"], capture_output=True, text=True).stdout.strip()}
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"env": env, "rows": rows}, f, indent=1)
     lines = ["| d | S | causal | system | fwd TFLOP/s | bwd TFLOP/s | fa8 matched / best peer (fwd, bwd) |",
