@@ -166,17 +166,22 @@ Test(gpu, against_cpu, .timeout = 1200) {
   for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_geom(&GEOMS[i], 1000 + i);
 }
 
+/* A GPU problem with the default realistic inputs, quantized on the device. */
+static void gpu_problem(const geom *g, h_data *d) {
+  h_config cg = config(g, FA8_BACKEND_CUDA);
+  cr_assert_eq(h_alloc(d, &cg), 0, "%s: GPU allocation failed", g->name);
+  h_inputs in;
+  h_inputs_default(&in);
+  h_fill(d, &in);
+  cr_assert_eq(h_quantize(d), FA8_OK, "%s: %s", g->name, fa8_last_error());
+}
+
 /* The stale/matched contrast the probe shows on the CPU also holds on the GPU. */
 Test(gpu, delta_modes_contrast, .timeout = 300) {
   require_gpu();
   geom g = { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1 };
-  h_config cg = config(&g, FA8_BACKEND_CUDA);
   h_data d;
-  cr_assert_eq(h_alloc(&d, &cg), 0);
-  h_inputs in;
-  h_inputs_default(&in);
-  h_fill(&d, &in);
-  cr_assert_eq(h_quantize(&d), FA8_OK, "%s", fa8_last_error());
+  gpu_problem(&g, &d);
   fa8_rowsum_stats s[4];
   for (int m = 0; m < 4; ++m) {
     cr_assert_eq(h_run(&d, (fa8_delta_mode)m), FA8_OK, "%s", fa8_last_error());
@@ -195,13 +200,8 @@ Test(gpu, delta_modes_contrast, .timeout = 300) {
 Test(gpu, refuses_missing_transposed_copy) {
   require_gpu();
   geom g = { "small", 1, 2, 2, 64, 64, 64, 64, 0, FA8_FMT_E4M3, 0 };
-  h_config cg = config(&g, FA8_BACKEND_CUDA);
   h_data d;
-  cr_assert_eq(h_alloc(&d, &cg), 0);
-  h_inputs in;
-  h_inputs_default(&in);
-  h_fill(&d, &in);
-  cr_assert_eq(h_quantize(&d), FA8_OK, "%s", fa8_last_error());
+  gpu_problem(&g, &d);
   void *saved = d.g.v8t;
   d.g.v8t = NULL;
   const fa8_status st = h_run(&d, FA8_DELTA_MATCHED);
