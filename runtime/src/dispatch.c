@@ -40,22 +40,23 @@ static const char *misfit_r(const fa8_kernel_desc *d, const fa8_problem *p, fa8_
   CHECK(!(dir == FA8_DIR_DELTA && d->delta != p->delta), "delta mode");
   CHECK(!(d->scale == FA8_SCALE_TENSOR && (rows[0] || rows[1] || rows[2] || rows[3])), "per-tensor scales");
   static const char *names[4] = { "q", "k", "v", "dout_q" };
-  /* which scales a direction reduces across rows: fwd V over keys; bwd Q and dO over queries, K over keys */
-  const int which[3][2] = { { 2, 1 }, { 0, 0 }, { 3, 0 } };   /* {tensor index, uses BLOCK_N} */
+  /* the scales a direction reduces across rows: the forward's V over keys; the backward's Q and dO over
+   * queries (dK, dV) and K over keys (dQ). Indices into rows[]: q 0, k 1, v 2, dout_q 3. */
+  static const int fwd_t[] = { 2 }, bwd_t[] = { 0, 3, 1 };
+  const int *ts = dir == FA8_DIR_FWD ? fwd_t : bwd_t;
   const int count = dir == FA8_DIR_FWD ? 1 : dir == FA8_DIR_BWD ? 3 : 0;
   for (int i = 0; i < count; ++i) {
-    const int t = dir == FA8_DIR_FWD ? 2 : (i == 0 ? 0 : i == 1 ? 3 : 1);
-    const int use_n = dir == FA8_DIR_FWD ? 1 : t == 1;
-    const int32_t tile = use_n ? d->block_n : d->block_m;
-    const int32_t seq = (t == 1 || t == 2) ? p->seqlen_k : p->seqlen_q;
+    const int t = ts[i];
+    const int on_keys = t == 1 || t == 2;           /* K and V rows are keys: BLOCK_N tiles them */
+    const int32_t tile = on_keys ? d->block_n : d->block_m;
+    const int32_t seq = on_keys ? p->seqlen_k : p->seqlen_q;
     if (!rows_fit(rows[t], tile, seq)) {
       if (why) snprintf(why, n, "%s.scale_rows (%d) is not a multiple of its BLOCK_%s (%d) and does not cover the sequence (%d)",
-                        names[t], rows[t], use_n ? "N" : "M", tile, seq);
+                        names[t], rows[t], on_keys ? "N" : "M", tile, seq);
       if (rank) *rank = r;
       return "scale rows";
     }
   }
-  (void)which;
 #undef CHECK
   return NULL;
 }
