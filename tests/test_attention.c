@@ -591,18 +591,14 @@ Test(attention, probe_modes, .timeout = 300) {
 /* ---- 4. quantization off: where the delta modes must agree ----------------------------------------------------- */
 
 /* The f32 test instances (h_config.quantize_off): Q, K, V, dO, P and dS stay FP32 (the f32 pseudo-format: the "casts"
- * are the identity, scales 1), so every FP8 effect is gone and what is left is the contract itself:
- *  - matched: delta = sum_j P dP in FP32 -> equal to the exact delta of the FP64 reference to FP32 rounding
- *    (<= 5e-6 C_i as in lse_delta; measured <= 1.8e-6), and dQ, dK within 1e-5 of FP64 (measured <= 2.4e-6).
- *  - split: delta = sum_k dO (o + o_rem), the two-term BF16 output: |O - (o + o_rem)| <= 2^-16 |O|, so
- *    |delta - exact| <= 2^-16 sum_k |dO_ik O_ik| + FP32 rounding; its gradients stay within 3e-5 of FP64 and of
- *    matched (measured <= 1e-5).
- *  - stale and dohat: delta = sum_k dO o with o the saved *BF16* output (docs/numerics.md, "Delta"), which quantization
- *    off does not change: they are bit-identical to each other (dO^ = dO, scale 1) and off the exact delta by up to
- *    the BF16 unit roundoff 2^-8 of sum_k |dO_ik O_ik| (measured 2.4e-3 of it), not by FP32 rounding. So the four
- *    modes do not coincide to FP32 rounding here: stale/dohat are checked against their BF16 bound instead.
- *  - everything that does not depend on delta is bit-identical across the four modes: O (the split remainder of an
- *    exact P is exactly 0), LSE, dV. With no cast, the post-cast row sums equal the pre-cast ones exactly. */
+ * are the identity, scales 1) and the saved output o (and o_rem) is FP32 too (docs/numerics.md, "Quantization off"),
+ * so no low-precision rounding is left and what remains is the contract itself:
+ *  - all four deltas equal the exact delta of the FP64 reference to FP32 rounding (<= 5e-6 C_i as in lse_delta;
+ *    measured <= 1.8e-6), and every mode's dQ, dK are within 1e-5 of FP64;
+ *  - split's remainder is exactly 0, so split agrees with matched to FP32 rounding (<= 3e-5, measured <= 1e-5);
+ *  - stale and dohat are bit-identical to each other (dO^ = dO, scale 1);
+ *  - everything that does not depend on delta is bit-identical across the four modes: O, LSE, dV. With no cast, the
+ *    post-cast row sums equal the pre-cast ones exactly. */
 static geom QOFF[] = {
   { "f32 d64 gqa causal 130x200", 1, 4, 2, 130, 200, 64, 64, 1, E4, 64 },
   { "f32 d64 gqa full 200x77",    1, 4, 2, 200, 77,  64, 64, 0, E4, 128 },
