@@ -38,6 +38,13 @@ int cli_bench(int argc, char **argv) {
   if (seqlen) c.p.seqlen_q = c.p.seqlen_k = seqlen;
   if (opts_hdim("bench", hdim, &c.p.hdim_qk, &c.p.hdim_v) || opts_backend("bench", backend, &c.p.backend)) return 2;
   if (c.p.backend == FA8_BACKEND_CPU) { fprintf(stderr, "fa8 bench: times GPU kernels; use fa8 probe on the CPU\n"); return 2; }
+  {   /* every mode name is checked before any GPU work */
+    char chk[128];
+    snprintf(chk, sizeof chk, "%s", modes);
+    fa8_delta_mode m;
+    for (char *tok = strtok(chk, ","); tok; tok = strtok(NULL, ","))
+      if (h_delta_from_name(tok, &m)) { fprintf(stderr, "fa8 bench: --modes '%s' is not a delta mode\n", tok); return 2; }
+  }
   if (h_gpu_count() == 0) { fprintf(stderr, "fa8 bench: no CUDA device\n"); return 1; }
   h_data d;
   if (h_alloc(&d, &c)) { fprintf(stderr, "fa8 bench: out of memory\n"); return 1; }

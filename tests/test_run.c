@@ -33,18 +33,24 @@ static void put(const char *name, int64_t b, int64_t s, int64_t h, int64_t d, co
   cr_assert_eq(npy_write_f32(path, 4, shape, x, err, sizeof err), 0, "%s", err);
 }
 
-/* Runs fa8 with arguments; returns the exit status and the combined output in out. */
-static int fa8(char *out, size_t n, const char *args) {
+/* Runs `fa8 ARGS`; returns the exit status and the combined output in out. */
+static int fa8_cmd(char *out, size_t n, const char *args) {
   const char *exe = getenv("FA8_EXE");
   cr_assert(exe, "FA8_EXE is not set (run through meson test)");
   char cmd[2048];
-  snprintf(cmd, sizeof cmd, "'%s' run %s 2>&1", exe, args);
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", exe, args);
   FILE *p = popen(cmd, "r");
   cr_assert(p);
   size_t len = fread(out, 1, n - 1, p);
   out[len] = '\0';
   const int st = pclose(p);
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int fa8(char *out, size_t n, const char *args) {
+  char full[1536];
+  snprintf(full, sizeof full, "run %s", args);
+  return fa8_cmd(out, n, full);
 }
 
 static void write_problem(h_data *d) {
@@ -186,4 +192,17 @@ Test(run, requires_directories) {
   char out[4096];
   cr_assert_eq(fa8(out, sizeof out, "--in /tmp"), 2);
   cr_assert(strstr(out, "--out"), "%s", out);
+}
+
+/* `fa8 bench` refuses bad flags before touching a GPU (exit 2, the value named). */
+Test(run, bench_refuses_bad_flags) {
+  const char *cases[][2] = { { "bench --modes stale,fresh", "fresh" }, { "bench --hdim 12x", "12x" },
+                             { "bench --backend tpu", "tpu" }, { "bench --backend cpu", "probe" },
+                             { "bench --reps 0", "--reps" }, { "bench --bogus", "--bogus" } };
+  char out[2048];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    const int rc = fa8_cmd(out, sizeof out, cases[i][0]);
+    cr_expect_eq(rc, 2, "`fa8 %s` exited %d: %s", cases[i][0], rc, out);
+    cr_expect(strstr(out, cases[i][1]) != NULL, "`fa8 %s` does not name '%s': %s", cases[i][0], cases[i][1], out);
+  }
 }
