@@ -85,7 +85,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--geoms", help="QKxV list, e.g. 128x128,192x128 (default: all)")
-    ap.add_argument("--seqs", help="sequence lengths, e.g. 4096,16384 (default: 1K,4K,16K)")
+    ap.add_argument("--seqs", help="sequence lengths, e.g. 4096,16384 (default: 1K,4K,16K,32K; 32K for d=128 only)")
     a = ap.parse_args()
     geoms = [tuple(int(x) for x in g.split("x")) for g in a.geoms.split(",")] if a.geoms else GEOMS
     import torch
