@@ -55,38 +55,76 @@ def cudnn_fp8(S, dqk, dv, causal, hkv):
 
 
 def plot(rows, path):
+    """TFLOP/s vs S, one panel per head dim and direction; one colour per system, dashed = causal (GQA cells)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
     geoms = sorted({(r["dqk"], r["dv"]) for r in rows})
-    fig, axs = plt.subplots(2, len(geoms), figsize=(4 * len(geoms), 7), squeeze=False)
+    systems = sorted({r["system"] for r in rows})
+    colour = {s: plt.get_cmap("tab10")(i % 10) for i, s in enumerate(systems)}
+    fig, axs = plt.subplots(2, len(geoms), figsize=(4 * len(geoms), 7.5), squeeze=False)
     for j, (dqk, dv) in enumerate(geoms):
         for i, key in enumerate(("fwd_tflops", "bwd_tflops")):
             ax = axs[i][j]
-            for sysname in sorted({r["system"] for r in rows}):
+            for sysname in systems:
                 for causal in (False, True):
                     pts = sorted((r["S"], r[key]) for r in rows if r["system"] == sysname and r["dqk"] == dqk and
                                  r["dv"] == dv and r["causal"] == causal and key in r and r.get("Hkv", HKV) == HKV)
                     if pts:
-                        ax.plot(*zip(*pts), marker="o", linestyle="--" if causal else "-",
-                                label=f"{sysname}{' causal' if causal else ''}")
+                        ax.plot(*zip(*pts), marker="o", color=colour[sysname], linestyle="--" if causal else "-")
             ax.set_xscale("log", base=2)
-            ax.set_title(f"d={dqk}x{dv} {'forward' if i == 0 else 'backward'}")
+            ax.set_title(f"d={dqk}x{dv} {'forward' if i == 0 else 'backward'} (H={H}/{HKV})")
             ax.set_xlabel("S")
             ax.set_ylabel("TFLOP/s")
-    axs[0][0].legend(fontsize=6)
-    fig.tight_layout()
+    handles = [Line2D([], [], color=colour[s], marker="o", label=s) for s in systems]
+    handles += [Line2D([], [], color="k", label="non-causal"), Line2D([], [], color="k", linestyle="--", label="causal")]
+    fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     fig.savefig(path, dpi=100)
+
+def render(rows, out, echo=True):
+    """results.md (one line per system and cell, fa8 matched / best peer) and speed.png from the measured rows;
+    `--render results.json` redoes this anywhere, without a GPU."""
+    def key(x):
+        return (x["dqk"], x["dv"], x["S"], x["causal"], x.get("Hkv", HKV))
+    lines = ["| d | S | causal | H/Hkv | system | fwd TFLOP/s | bwd TFLOP/s | fa8 matched / best peer (fwd, bwd) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cell = [x for x in rows if key(x) == key(r)]
+        peers = [x for x in cell if not x["system"].startswith("fa8") and "error" not in x]
+        mine = [x for x in cell if x["system"] == "fa8-matched" and "error" not in x]
+        ratio = ""
+        if r["system"] == "fa8-matched" and peers and mine:
+            ratio = "%.2f, %.2f" % (mine[0]["fwd_tflops"] / max(p["fwd_tflops"] for p in peers),
+                                    mine[0]["bwd_tflops"] / max(p["bwd_tflops"] for p in peers))
+        head = f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r.get('H', H)}/{r.get('Hkv', HKV)} | {r['system']} |"
+        if "error" in r:
+            lines.append(f"{head} n/a | n/a ({r['error'][:70]}) | |")
+        else:
+            lines.append(f"{head} {r['fwd_tflops']:.1f} | {r['bwd_tflops']:.1f} | {ratio} |")
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if echo:
+        print("\n".join(lines))
+    plot([r for r in rows if "error" not in r], os.path.join(out, "speed.png"))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--fa8", required=True)
+    ap.add_argument("--fa8", help="the fa8 CLI to time (required unless --render)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--render", metavar="RESULTS_JSON", help="only redo results.md and speed.png from a results.json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--geoms", help="QKxV list, e.g. 128x128,192x128 (default: all)")
     ap.add_argument("--seqs", help="sequence lengths, e.g. 4096,16384 (default: 1K,4K,16K,32K; 32K for d=128 only)")
     a = ap.parse_args()
+    if a.render:
+        with open(a.render) as f:
+            render(json.load(f)["rows"], a.out)
+        return
+    if not a.fa8:
+        ap.error("--fa8 is required to measure")
     geoms = [tuple(int(x) for x in g.split("x")) for g in a.geoms.split(",")] if a.geoms else GEOMS
     import torch
     rows = []
@@ -145,25 +183,7 @@ def main():
            "fa8_version": subprocess.run([a.fa8, "version"], capture_output=True, text=True).stdout.strip()}
     with open(os.path.join(a.out, "results.json"), "w") as f:
         json.dump({"env": env, "rows": rows}, f, indent=1)
-    lines = ["| d | S | causal | system | fwd TFLOP/s | bwd TFLOP/s | fa8 matched / best peer (fwd, bwd) |",
-             "|---|---|---|---|---|---|---|"]
-    for r in rows:
-        cell = [x for x in rows if (x["dqk"], x["dv"], x["S"], x["causal"]) == (r["dqk"], r["dv"], r["S"], r["causal"])]
-        peers = [x for x in cell if not x["system"].startswith("fa8") and "error" not in x]
-        mine = [x for x in cell if x["system"] == "fa8-matched" and "error" not in x]
-        ratio = ""
-        if r["system"] == "fa8-matched" and peers and mine:
-            ratio = "%.2f, %.2f" % (mine[0]["fwd_tflops"] / max(p["fwd_tflops"] for p in peers),
-                                    mine[0]["bwd_tflops"] / max(p["bwd_tflops"] for p in peers))
-        if "error" in r:
-            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | n/a | n/a ({r['error'][:70]}) | |")
-        else:
-            lines.append(f"| {r['dqk']}x{r['dv']} | {r['S']} | {r['causal']} | {r['system']} | {r['fwd_tflops']:.1f} | "
-                         f"{r['bwd_tflops']:.1f} | {ratio} |")
-    with open(os.path.join(a.out, "results.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    plot([r for r in rows if "error" not in r], os.path.join(a.out, "speed.png"))
+    render(rows, a.out)
 
 
 if __name__ == "__main__":
