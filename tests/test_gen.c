@@ -304,6 +304,11 @@ Test(gen, predicates_reject_and_accept) {
         "accepts('tile_divides_mma', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 4, 2 }))\n"
         "rejects('threads_fit', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 64, 2 }), '2048 threads', '1024')\n"
         "accepts('threads_fit', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 32, 2 }))\n"
+        "-- wgmma operands travel in 64-byte swizzle chunks: head dim 96 and BLOCK_N 96 do not split into them\n"
+        "rejects('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 96 }, { 128, 128, 12, 2 }), 'head dim 96', '64-byte')\n"
+        "rejects('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 128 }, { 128, 96, 12, 2 }), 'BLOCK_N 96')\n"
+        "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { hdim_qk = 192, hdim_v = 128, layout = 'mla' }, { 128, 64, 12, 2 }))\n"
+        "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 96 }, { 64, 64, 4, 2 }, 'mma'))\n"
         "for _, p in ipairs(constraints.predicates) do\n"
         "  assert(seen_rej[p.name] and seen_acc[p.name], 'predicate ' .. p.name .. ' has no reject/accept case here')\n"
         "end\n"
@@ -353,9 +358,9 @@ Test(gen, profiles_emit_only_valid_instances) {
 /* `fa8 list --rejected`: one line per pruned config, "NAME  predicate: reason". */
 Test(gen, cli_rejected_lists_reasons) {
     static const char *preds[] = {"pipeline_on_target", "fmt_supported", "hdim_limits", "hdim_divides_mma_k",
-                                  "tile_divides_mma", "warps_cover_tile", "threads_fit", "smem_fits", "regs_fit",
+                                  "tile_divides_mma", "warps_cover_tile", "wgmma_swizzle_chunks", "threads_fit", "smem_fits", "regs_fit",
                                   "test_format_cpu_only"};
-    proc p = fa8("list --target sm_90a --rejected");
+    proc p = fa8("list --target sm_90a --profile tuning --rejected");
     cr_assert_eq(p.code, 0, "exit %d: %s", p.code, p.err);
     int lines = 0, smem = 0, regs = 0;
     for (char *line = strtok(p.out, "\n"); line; line = strtok(NULL, "\n")) {
@@ -373,8 +378,8 @@ Test(gen, cli_rejected_lists_reasons) {
         smem += strstr(sep, "smem_fits: shared memory") != NULL;
         regs += strstr(sep, "regs_fit: register estimate") != NULL;
     }
-    cr_assert_gt(lines, 0, "sm_90a default prunes nothing?");
-    cr_assert(smem > 0 && regs > 0, "expected smem and register rejections on sm_90a (got %d, %d)", smem, regs);
+    cr_assert_gt(lines, 0, "sm_90a tuning prunes nothing?");
+    cr_assert(smem > 0 && regs > 0, "expected smem and register rejections on sm_90a's tuning set (got %d, %d)", smem, regs);
 }
 
 /* =================================================================================================== */
@@ -818,8 +823,8 @@ Test(gen, bad_input_exits_2) {
         {"gen --out '%s' --frobnicate", {"--frobnicate"}, 1, 0},
         {"frobnicate", {"frobnicate"}, 0, 0},
         {"decode fa8_nope", {"fa8_nope"}, 0, 0},
-        /* no CUDA templates yet: refuse, naming the missing template */
-        {"gen --target sm_90a --out '%s'", {"templates/cuda/", ".cu.tpl", "no template"}, 1, 0},
+        /* no HIP templates yet: refuse, naming the missing template */
+        {"gen --target gfx942 --out '%s'", {"templates/hip/", ".hip.tpl", "no template"}, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         char args[1024];
@@ -938,29 +943,30 @@ Test(gen, sm90a_lists_wgmma_and_mma_per_geometry) {
         "local seen = {}\n"
         "for line in out:gmatch('[^\\n]+') do\n"
         "  local name = assert(line:match('^(fa8_[%w_]+)'), line)\n"
-        "  local geo = name:match('_d(%d+v%d+)_')\n"
+        "  local dir, geo = name:match('^fa8_(%a+)_sm90a_[%w]+_d(%d+v%d+)_')\n"
         "  if geo then\n"
         "    -- wgmma is sm_90a's first pipeline: its names carry no pipeline token\n"
         "    local pipe = name:match('_mma$') and 'mma' or (name:match('_w%d+s%d+$') and 'wgmma') or name\n"
-        "    seen[geo .. '/' .. pipe] = true\n"
+        "    seen[dir .. '/' .. geo .. '/' .. pipe] = true\n"
         "  end\n"
         "end\n"
+        "-- every geometry has the portable path in every direction\n"
         "for _, g in ipairs({ '64v64', '96v96', '128v128', '192v192', '256v256', '192v128' }) do\n"
-        "  assert(seen[g .. '/wgmma'], 'no wgmma instance for d' .. g)\n"
-        "  assert(seen[g .. '/mma'], 'no mma instance for d' .. g)\n"
+        "  for _, dir in ipairs({ 'fwd', 'delta', 'bwd' }) do assert(seen[dir .. '/' .. g .. '/mma'], 'no mma ' .. dir .. ' for d' .. g) end\n"
         "end\n"
-        "-- the same, from the JSON listing's tuning records (forwards in particular)\n"
-        "local js, code2 = run('list --target sm_90a --json')\n"
-        "assert(code2 == 0, js)\n"
-        "local l = assert(require('dkjson').decode(js))\n"
-        "local fwd = {}\n"
-        "for _, c in ipairs(l) do\n"
-        "  assert(c.target == 'sm_90a')\n"
-        "  if c.functional.dir == 'fwd' then fwd[c.functional.hdim_qk .. 'x' .. c.functional.hdim_v .. c.tuning.pipeline] = true end\n"
+        "-- the wgmma forward exists where the head dims split into 64-byte swizzle chunks, not for d96\n"
+        "for _, g in ipairs({ '64v64', '128v128', '192v192', '256v256', '192v128' }) do\n"
+        "  assert(seen['fwd/' .. g .. '/wgmma'], 'no wgmma forward for d' .. g)\n"
         "end\n"
-        "for _, g in ipairs({ '64x64', '96x96', '128x128', '192x192', '256x256', '192x128' }) do\n"
-        "  assert(fwd[g .. 'wgmma'] and fwd[g .. 'mma'], 'no wgmma+mma forward for ' .. g)\n"
-        "end\n");
+        "assert(not seen['fwd/96v96/wgmma'], 'd96 cannot run wgmma (64-byte chunks)')\n"
+        "-- a wgmma forward is listed before the mma forward of the same key, so dispatch prefers it\n"
+        "local pos = {}\n"
+        "local i = 0\n"
+        "for line in out:gmatch('[^\\n]+') do i = i + 1; pos[line:match('^(fa8_[%w_]+)')] = i end\n"
+        "assert(pos['fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2'] < pos['fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w4s2_mma'])\n"
+        "-- the refusal for d96 names the predicate\n"
+        "local rej = run('list --target sm_90a --hdim 96 --rejected')\n"
+        "assert(rej:find('fa8_fwd_sm90a_e4m3_d96v96_gqa_full_m128n128_w12s2  wgmma_swizzle_chunks: ', 1, true), rej)\n");
 }
 
 Test(gen, decode_prints_config_json) {

@@ -16,6 +16,7 @@
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gpu_mem.h"
 #include "harness.h"
@@ -67,17 +68,18 @@ static double max_abs_finite(const float *a, const float *b, int64_t n) {
   return m;
 }
 
-/* "fa8_delta_sm90a_e4m3_d128v128_gqa_causal_matched_m64n64_w8s1_mma" -> "fa8_bundle_cpu_..._m64n64_w1s1" */
-static void cpu_twin(const char *gpu_delta, char *out, size_t n) {
+/* "fa8_delta_sm90a_e4m3_d128v128_gqa_causal_matched_m64n64_w8s1_mma" -> "fa8_<kind>_cpu_..._m64n64_w1s1": the CPU
+ * instance with the same tiles; kind NULL keeps the direction ("fa8_fwd_sm90a_..._m128n128_w12s2" -> "fa8_fwd_cpu_...") */
+static void cpu_twin_kind(const char *gpu_name, const char *kind, char *out, size_t n) {
   char buf[256];
-  snprintf(buf, sizeof buf, "%s", gpu_delta);
+  snprintf(buf, sizeof buf, "%s", gpu_name);
   char *tok[32];
   int nt = 0;
   for (char *s = strtok(buf, "_"); s && nt < 32; s = strtok(NULL, "_")) tok[nt++] = s;
   out[0] = '\0';
   for (int i = 0; i < nt; ++i) {
     const char *t = tok[i];
-    if (i == 1) t = "bundle";
+    if (i == 1 && kind) t = kind;
     else if (i == 2) t = "cpu";
     else if (t[0] == 'w' && strchr(t, 's') && t[1] >= '0' && t[1] <= '9') t = "w1s1";
     else if (i == nt - 1 && !strcmp(t, "mma")) continue;
@@ -85,6 +87,11 @@ static void cpu_twin(const char *gpu_delta, char *out, size_t n) {
     if (i < nt - 1 && !(i == nt - 2 && !strcmp(tok[nt - 1], "mma"))) strncat(out, "_", n - strlen(out) - 1);
   }
 }
+
+static void cpu_twin(const char *gpu_delta, char *out, size_t n) { cpu_twin_kind(gpu_delta, "bundle", out, n); }
+
+/* The GPU bundle a delta instance belongs to: "fa8_delta_X" -> "fa8_bundle_X". */
+static void gpu_bundle(const char *gpu_delta, char *out, size_t n) { snprintf(out, n, "fa8_bundle_%s", gpu_delta + strlen("fa8_delta_")); }
 
 static h_config config(const geom *g, fa8_backend be) {
   h_config c;
@@ -129,9 +136,13 @@ static void run_geom(const geom *g, uint64_t seed) {
     pd.delta = mode;
     fa8_dispatch_names names;
     cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
-    char twin[256];
+    /* the whole GPU bundle (its forward has the twin's tiles; the dispatcher may pick a faster forward,
+     * which the forward test below checks against its own twin) */
+    char twin[256], bundle[256];
     cpu_twin(names.delta, twin, sizeof twin);
+    gpu_bundle(names.delta, bundle, sizeof bundle);
     c.cfg.p.instance = twin;
+    d.cfg.p.instance = bundle;
     fprintf(stderr, "[gpu] %s %s: gpu run (%s), twin %s\n", g->name, h_delta_name(mode), names.bwd, twin);
     st = h_run(&d, mode);
     cr_assert_eq(st, FA8_OK, "%s %s: GPU run: %s", g->name, h_delta_name(mode), fa8_last_error());
@@ -159,6 +170,101 @@ static void run_geom(const geom *g, uint64_t seed) {
   }
   h_free(&d);
   h_free(&c);
+}
+
+/* Forward only, with `instance` forced (NULL: the dispatcher's choice); GPU outputs are poisoned with NaN first
+ * and brought back afterwards, so an element the kernel never wrote shows up. */
+static fa8_status run_forward(h_data *d, fa8_delta_mode mode, const char *instance) {
+  fa8_problem p;
+  fa8_fwd_tensors f;
+  fa8_bwd_tensors b;
+  h_views(d, mode, &p, &f, &b);
+  p.instance = instance;
+  const int gpu = d->g.on;
+  if (gpu) {
+    const size_t big = (size_t)(d->no > d->nrow ? d->no : d->nrow) * 4;
+    void *nan = malloc(big);
+    if (!nan) return FA8_ERR_BACKEND;
+    memset(nan, 0xFF, big);
+    const int bad = h_gpu_put(d->g.o32, nan, (size_t)d->no * 4) || h_gpu_put(d->g.lse, nan, (size_t)d->nrow * 4) ||
+                    h_gpu_put(d->g.o, nan, (size_t)d->no * 2);
+    free(nan);
+    if (bad) return FA8_ERR_BACKEND;
+  }
+  fa8_status st = fa8_forward(&p, &f, NULL, 0, NULL);
+  if (st != FA8_OK || !gpu) return st;
+  if (h_gpu_get(d->o32, d->g.o32, (size_t)d->no * 4) || h_gpu_get(d->lse, d->g.lse, (size_t)d->nrow * 4) ||
+      h_gpu_get(d->o, d->g.o, (size_t)d->no * 2) || h_gpu_get(d->orem, d->g.orem, (size_t)d->no * 2))
+    return FA8_ERR_BACKEND;
+  return FA8_OK;
+}
+
+static double rel_bf16(const uint16_t *a, const uint16_t *b, int64_t n) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double x = fa8_f32_from_bf16(a[i]), y = fa8_f32_from_bf16(b[i]);
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* || bf16(O) + O_rem - O32 || / || O32 || of one run's outputs */
+static double two_term_error(const h_data *d) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < d->no; ++i) {
+    const double x = (double)fa8_f32_from_bf16(d->o[i]) + fa8_f32_from_bf16(d->orem[i]), y = d->o32[i];
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* Every forward the dispatcher picks on this GPU (on sm_90a the wgmma fast path wherever the head dims split
+ * into 64-byte chunks) against the CPU forward with the same tiles, both variants. */
+static void run_forward_geom(const geom *g, uint64_t seed) {
+  h_config cg = config(g, FA8_BACKEND_CUDA), cc = config(g, FA8_BACKEND_CPU);
+  h_data d, c;
+  cr_assert_eq(h_alloc(&d, &cg), 0, "%s: GPU allocation failed", g->name);
+  cr_assert_eq(h_alloc(&c, &cc), 0, "%s: allocation failed", g->name);
+  h_inputs in;
+  h_inputs_default(&in);
+  in.seed = seed;
+  h_fill(&d, &in);
+  h_fill(&c, &in);
+  cr_assert_eq(h_quantize(&d), FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
+  cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
+  for (int split = 0; split < 2; ++split) {
+    const fa8_delta_mode mode = split ? FA8_DELTA_SPLIT : FA8_DELTA_MATCHED;
+    fa8_problem pd = d.cfg.p;
+    pd.delta = mode;
+    fa8_dispatch_names names;
+    cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
+    const size_t len = strlen(names.fwd);
+    const int portable = len > 4 && strcmp(names.fwd + len - 4, "_mma") == 0;
+    if (strstr(names.fwd, "_sm90a_") && g->dqk % 64 == 0)
+      cr_expect(!portable, "%s: on sm_90a the forward should be the wgmma path, got %s", g->name, names.fwd);
+    char twin[256];
+    cpu_twin_kind(names.fwd, NULL, twin, sizeof twin);
+    cr_assert_eq(run_forward(&d, mode, NULL), FA8_OK, "%s: GPU forward %s: %s", g->name, names.fwd, fa8_last_error());
+    cr_assert_eq(run_forward(&c, mode, twin), FA8_OK, "%s: CPU twin %s: %s", g->name, twin, fa8_last_error());
+    const double eo = rel(d.o32, c.o32, d.no), el = max_abs_finite(d.lse, c.lse, d.nrow);
+    const double eb = rel_bf16(d.o, c.o, d.no), er = split ? two_term_error(&d) : 0.0;
+    fprintf(stderr, "[gpu-vs-cpu] %-30s fwd %-5s %s: O %.1e O_bf16 %.1e bf16+rem vs O32 %.1e lse %.1e\n", g->name,
+            split ? "split" : "std", names.fwd, eo, eb, er, el);
+    cr_expect_leq(eo, TOL_OUT, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
+    cr_expect_leq(eb, TOL_OUT, "%s: %s: BF16 O differs from the CPU twin by %.2e", g->name, names.fwd, eb);
+    cr_expect_leq(el, TOL_LSE, "%s: %s: LSE differs by %.2e", g->name, names.fwd, el);
+    /* split saves O as two BF16 terms: together they carry ~16 mantissa bits of the FP32 output */
+    if (split) cr_expect_leq(er, 3e-5, "%s: %s: bf16(O) + O_rem misses the FP32 O by %.2e", g->name, names.fwd, er);
+  }
+  h_free(&d);
+  h_free(&c);
+}
+
+Test(gpu, forward_against_cpu, .timeout = 600) {
+  require_gpu();
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_forward_geom(&GEOMS[i], 300 + i);
 }
 
 /* One test walks every geometry (one process, one CUDA context); each check names its geometry. */

@@ -138,6 +138,16 @@ M.predicates = {
       end
       return true
     end },
+  { name = "wgmma_swizzle_chunks", fn = function(cfg)
+      -- templates/cuda/*_wgmma: K-major operands travel as TMA boxes of 64-byte swizzle chunks (head dims
+      -- of Q/K, and keys of V^t), and one wgmma N covers BLOCK_N or the V head dim (<= 256)
+      local t, f = cfg.tuning, cfg.functional
+      if t.pipeline ~= "wgmma" or f.dir == "quant" then return true end
+      if f.hdim_qk % 64 ~= 0 then return false, ("wgmma: head dim %d is not a multiple of the 64-byte swizzle chunk"):format(f.hdim_qk) end
+      if t.block_n % 64 ~= 0 then return false, ("wgmma: BLOCK_N %d is not a multiple of the 64-byte swizzle chunk"):format(t.block_n) end
+      if t.block_n > 256 or f.hdim_v > 256 then return false, "wgmma: N (BLOCK_N, head dim of V) is at most 256" end
+      return true
+    end },
   { name = "threads_fit", fn = function(cfg)
       local n = cfg.tuning.warps * cfg.target.warp_size
       if n > cfg.target.max_threads then

@@ -83,12 +83,18 @@ function M.shadow_check(list)
   end
 end
 
+-- position of the config's pipeline in its target's preference order (wgmma before mma on sm_90a)
+local function pipeline_rank(c)
+  for i, p in ipairs(c.target.pipelines) do if p == c.tuning.pipeline then return i end end
+  return 9
+end
+
 local function sort_key(c)
   local f, t = c.functional, c.tuning
   return table.concat({
     c.target.name, DIR_RANK[f.dir], f.fmt, f.fmt_grad or "", ("%03d"):format(f.hdim_qk or f.hdim),
     ("%03d"):format(f.hdim_v or f.hdim), f.causal and 1 or 0, f.variant or "", f.delta or "", f.intype or "",
-    LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages),
+    LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], pipeline_rank(c), ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages),
     t.pipeline,
   }, "|")
 end
@@ -103,7 +109,7 @@ function M.run(opts)
   local geoms = opts.hdims or prof.geometries
   local want_layouts, want_deltas = set_of(opts.layouts), set_of(opts.deltas)
   local result = { instances = {}, bundles = {}, rejected = {}, profile = pname }
-  local seen, seen_rej = {}, {}
+  local seen, seen_rej, seen_bundle = {}, {}, {}
 
   local function add(c)
     local ok, why = pcall(schema.check, c)
@@ -240,7 +246,11 @@ function M.run(opts)
                               fwd = fwd_by_tile[variant .. tile.fwd_tile] or fwd
                             end
                             if delta and fwd then
-                              result.bundles[#result.bundles + 1] = bundle.make(fwd, delta, bwd)
+                              local bd = bundle.make(fwd, delta, bwd)
+                              if not seen_bundle[bd.name] then   -- a CPU tile mirrored from a GPU tile it already has
+                                seen_bundle[bd.name] = true
+                                result.bundles[#result.bundles + 1] = bd
+                              end
                             end
                           end
                         end

@@ -32,6 +32,14 @@ int64_t fa8_quant_scale_count(const fa8_quant_problem *p) {
 /* ---- ABI conversion ---- */
 static fa8_cten cten(const fa8_tensor *t) { fa8_cten c = { t->data, t->stride[0], t->stride[1], t->stride[2] }; return c; }
 static fa8_ten ten(const fa8_tensor *t) { fa8_ten c = { t->data, t->stride[0], t->stride[1], t->stride[2] }; return c; }
+/* Can TMA read this FP8 tensor (16-byte aligned base, byte strides multiples of 16)? */
+static int tma_ready(const fa8_tensor *t) {
+  if (!t->data || (uintptr_t)t->data % 16) return 0;
+  for (int i = 0; i < 3; ++i)
+    if (t->stride[i] % 16) return 0;
+  return 1;
+}
+
 static fa8_ctent ctent(const fa8_tensor *t) { fa8_ctent c = { t->data, t->stride[0], t->stride[1], t->stride[2] }; return c; }
 static fa8_crow crow(const fa8_tensor *t) { fa8_crow c = { (const float *)t->data, t->stride[0], t->stride[1] }; return c; }
 static fa8_row row(const fa8_tensor *t) { fa8_row c = { (float *)t->data, t->stride[0], t->stride[1] }; return c; }
@@ -189,10 +197,11 @@ fa8_status fa8_forward(const fa8_problem *p, const fa8_fwd_tensors *t, void *wor
     FA8_TRY(fa8__check_seq_tensor("o_rem", &t->o_rem, 1, o_dtype(p), p->batch, p->seqlen_q, p->heads, p->hdim_v));
   }
   FA8_TRY(fa8__check_row_tensor("lse", &t->lse, p->batch, p->heads, p->seqlen_q));
-  const int32_t rows[4] = { t->q.scale_rows, t->k.scale_rows, t->v.scale_rows, 0 };
+  const fa8__fit fit = { { t->q.scale_rows, t->k.scale_rows, t->v.scale_rows, 0 },
+                         tma_ready(&t->q.data) && tma_ready(&t->k.data) && tma_ready(&t->v.data_t) };
   fa8__plan plan;
-  FA8_TRY(fa8__plan_attention(p, rows, &plan));
-  FA8_TRY(fa8__require(p, rows, FA8_DIR_FWD, plan.fwd));
+  FA8_TRY(fa8__plan_attention(p, &fit, &plan));
+  FA8_TRY(fa8__require(p, &fit, FA8_DIR_FWD, plan.fwd));
 
   fa8_fwd_args a;
   memset(&a, 0, sizeof a);
@@ -282,11 +291,13 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
     if ((uintptr_t)workspace % sizeof(double))
       return fa8__fail(FA8_ERR_MISALIGNED, "workspace (%p) is not 8-byte aligned", workspace);
   }
-  const int32_t rows[4] = { t->q.scale_rows, t->k.scale_rows, t->v.scale_rows, t->dout_q.scale_rows };
+  const fa8__fit fit = { { t->q.scale_rows, t->k.scale_rows, t->v.scale_rows, t->dout_q.scale_rows },
+                         tma_ready(&t->q.data) && tma_ready(&t->k.data) && tma_ready(&t->v.data_t) &&
+                         tma_ready(&t->dout_q.data) };
   fa8__plan plan;
-  FA8_TRY(fa8__plan_attention(p, rows, &plan));
-  FA8_TRY(fa8__require(p, rows, FA8_DIR_BWD, plan.bwd));
-  FA8_TRY(fa8__require(p, rows, FA8_DIR_DELTA, plan.delta));
+  FA8_TRY(fa8__plan_attention(p, &fit, &plan));
+  FA8_TRY(fa8__require(p, &fit, FA8_DIR_BWD, plan.bwd));
+  FA8_TRY(fa8__require(p, &fit, FA8_DIR_DELTA, plan.delta));
   const float c = softmax_scale(p);
 
   fa8_delta_args da;
@@ -341,12 +352,13 @@ fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out) {
   FA8_TRY(fa8__check_problem(p));
   FA8_TRY(backend_ok(p->backend));
   if (!out) return fa8__fail(FA8_ERR_NULL_POINTER, "out is NULL");
-  const int32_t rows[4] = { 0, 0, 0, 0 };
+  /* the names for tensors as fa8_quantize lays them out (aligned, with transposed copies) */
+  const fa8__fit fit = { { 0, 0, 0, 0 }, 1 };
   fa8__plan plan;
-  FA8_TRY(fa8__plan_attention(p, rows, &plan));
-  FA8_TRY(fa8__require(p, rows, FA8_DIR_FWD, plan.fwd));
-  FA8_TRY(fa8__require(p, rows, FA8_DIR_BWD, plan.bwd));
-  FA8_TRY(fa8__require(p, rows, FA8_DIR_DELTA, plan.delta));
+  FA8_TRY(fa8__plan_attention(p, &fit, &plan));
+  FA8_TRY(fa8__require(p, &fit, FA8_DIR_FWD, plan.fwd));
+  FA8_TRY(fa8__require(p, &fit, FA8_DIR_BWD, plan.bwd));
+  FA8_TRY(fa8__require(p, &fit, FA8_DIR_DELTA, plan.delta));
   out->fwd = plan.fwd ? plan.fwd->name : NULL;
   out->delta = plan.delta ? plan.delta->name : NULL;
   out->bwd = plan.bwd ? plan.bwd->name : NULL;

@@ -22,9 +22,10 @@ static int rows_fit(int32_t rows, int32_t tile, int32_t seqlen) {
 
 /* Why an instance does not fit, or NULL. `rank` counts the checks it passed (a higher rank is a nearer
  * miss); `why` gets a message with the values for the run-time scale rules. rows[] = scale_rows of q, k, v, dO. */
-static const char *misfit_r(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const int32_t rows[4], int *rank,
+static const char *misfit_r(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const fa8__fit *fit, int *rank,
                             char *why, size_t n) {
   int r = 0;
+  const int32_t *rows = fit->rows;
 #define CHECK(cond, reason) do { if (!(cond)) { if (rank) *rank = r; return reason; } ++r; } while (0)
   CHECK(d->backend == p->backend && d->dir == dir, "direction/backend");
   if (d->backend != FA8_BACKEND_CPU) {   /* GPU code runs on the architecture it was built for only */
@@ -42,9 +43,11 @@ static const char *misfit_r(const fa8_kernel_desc *d, const fa8_problem *p, fa8_
   static const char *names[4] = { "q", "k", "v", "dout_q" };
   /* the scales a direction reduces across rows: the forward's V over keys; the backward's Q and dO over
    * queries (dK, dV) and K over keys (dQ). Indices into rows[]: q 0, k 1, v 2, dout_q 3. */
-  static const int fwd_t[] = { 2 }, bwd_t[] = { 0, 3, 1 };
+  /* the wgmma forward also takes K's scale once per key tile (one scalar per row and tile in the logits) */
+  const int wgmma = d->pipeline == FA8_PIPE_WGMMA;
+  static const int fwd_t[] = { 2, 1 }, bwd_t[] = { 0, 3, 1 };
   const int *ts = dir == FA8_DIR_FWD ? fwd_t : bwd_t;
-  const int count = dir == FA8_DIR_FWD ? 1 : dir == FA8_DIR_BWD ? 3 : 0;
+  const int count = dir == FA8_DIR_FWD ? (wgmma ? 2 : 1) : dir == FA8_DIR_BWD ? 3 : 0;
   for (int i = 0; i < count; ++i) {
     const int t = ts[i];
     const int on_keys = t == 1 || t == 2;           /* K and V rows are keys: BLOCK_N tiles them */
@@ -57,19 +60,21 @@ static const char *misfit_r(const fa8_kernel_desc *d, const fa8_problem *p, fa8_
       return "scale rows";
     }
   }
+  /* TMA reads the operands as tensor maps: 16-byte aligned bases and byte strides */
+  CHECK(!wgmma || fit->tma_ready, "TMA alignment (16-byte aligned FP8 bases and strides, transposed copies present)");
 #undef CHECK
   return NULL;
 }
 
-static const char *misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {
-  return misfit_r(d, p, dir, rows, NULL, NULL, 0);
+static const char *misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const fa8__fit *fit) {
+  return misfit_r(d, p, dir, fit, NULL, NULL, 0);
 }
 
 static const char *dir_name(fa8_dir d) {
   return d == FA8_DIR_FWD ? "forward" : d == FA8_DIR_DELTA ? "delta" : d == FA8_DIR_BWD ? "backward" : "quantize";
 }
 
-static fa8_status no_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {
+static fa8_status no_fit(const fa8_problem *p, fa8_dir dir, const fa8__fit *fit) {
   /* name the nearest miss: the instance that passed the most checks */
   const char *why = NULL, *near = NULL;
   char detail[256] = "", buf[256];
@@ -78,7 +83,7 @@ static fa8_status no_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4
     const fa8_kernel_desc *d = &fa8_instances[i];
     int rank = 0;
     buf[0] = '\0';
-    const char *m = misfit_r(d, p, dir, rows, &rank, buf, sizeof buf);
+    const char *m = misfit_r(d, p, dir, fit, &rank, buf, sizeof buf);
     if (m && rank > best && rank >= 2) { best = rank; why = m; near = d->name; snprintf(detail, sizeof detail, "%s", buf); }
   }
   if (why && detail[0])
@@ -93,13 +98,13 @@ static fa8_status no_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4
                    p->hdim_v, p->hdim_qk, p->hdim_v, p->hdim_qk, p->hdim_v);
 }
 
-static const fa8_kernel_desc *first_fit(const fa8_problem *p, fa8_dir dir, const int32_t rows[4]) {
+static const fa8_kernel_desc *first_fit(const fa8_problem *p, fa8_dir dir, const fa8__fit *fit) {
   for (size_t i = 0; i < fa8_instance_count; ++i)
-    if (!misfit(&fa8_instances[i], p, dir, rows)) return &fa8_instances[i];
+    if (!misfit(&fa8_instances[i], p, dir, fit)) return &fa8_instances[i];
   return NULL;
 }
 
-static fa8_status forced(const fa8_problem *p, const int32_t rows[4], fa8__plan *out) {
+static fa8_status forced(const fa8_problem *p, const fa8__fit *fit, fa8__plan *out) {
   for (size_t i = 0; i < fa8_bundle_count; ++i) {
     const fa8_bundle_desc *b = &fa8_bundles[i];
     if (strcmp(b->name, p->instance) != 0) continue;
@@ -107,7 +112,7 @@ static fa8_status forced(const fa8_problem *p, const int32_t rows[4], fa8__plan 
     const fa8_dir dirs[3] = { FA8_DIR_FWD, FA8_DIR_DELTA, FA8_DIR_BWD };
     for (int k = 0; k < 3; ++k) {
       char detail[256] = "";
-      const char *m = misfit_r(parts[k], p, dirs[k], rows, NULL, detail, sizeof detail);
+      const char *m = misfit_r(parts[k], p, dirs[k], fit, NULL, detail, sizeof detail);
       if (m) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "instance '%s' does not fit the problem: its %s part differs in %s%s%s",
                               p->instance, dir_name(dirs[k]), m, detail[0] ? ": " : "", detail);
     }
@@ -120,7 +125,7 @@ static fa8_status forced(const fa8_problem *p, const int32_t rows[4], fa8__plan 
     if (d->dir != FA8_DIR_FWD)
       return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "instance '%s' is a %s instance: force a bundle (fa8_bundle_...) or a forward",
                        p->instance, dir_name(d->dir));
-    const char *m = misfit(d, p, FA8_DIR_FWD, rows);
+    const char *m = misfit(d, p, FA8_DIR_FWD, fit);
     if (m) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "instance '%s' does not fit the problem: it differs in %s", p->instance, m);
     out->fwd = d;
     return FA8_OK;
@@ -128,22 +133,22 @@ static fa8_status forced(const fa8_problem *p, const int32_t rows[4], fa8__plan 
   return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "instance '%s' is not in this build (fa8 list shows what is)", p->instance);
 }
 
-fa8_status fa8__plan_attention(const fa8_problem *p, const int32_t rows[4], fa8__plan *out) {
+fa8_status fa8__plan_attention(const fa8_problem *p, const fa8__fit *fit, fa8__plan *out) {
   memset(out, 0, sizeof *out);
   if (p->instance) {
-    FA8_TRY(forced(p, rows, out));
+    FA8_TRY(forced(p, fit, out));
     if (out->bwd) return FA8_OK;
   }
-  if (!out->fwd) out->fwd = first_fit(p, FA8_DIR_FWD, rows);
-  out->bwd = first_fit(p, FA8_DIR_BWD, rows);
+  if (!out->fwd) out->fwd = first_fit(p, FA8_DIR_FWD, fit);
+  out->bwd = first_fit(p, FA8_DIR_BWD, fit);
   /* the delta prep comes from the bundle of the chosen backward, so their conventions match */
   for (size_t i = 0; out->bwd && i < fa8_bundle_count; ++i)
     if (fa8_bundles[i].bwd == out->bwd && fa8_bundles[i].mode == p->delta) { out->delta = fa8_bundles[i].delta; break; }
   return FA8_OK;
 }
 
-fa8_status fa8__require(const fa8_problem *p, const int32_t rows[4], fa8_dir dir, const fa8_kernel_desc *d) {
-  return d ? FA8_OK : no_fit(p, dir, rows);
+fa8_status fa8__require(const fa8_problem *p, const fa8__fit *fit, fa8_dir dir, const fa8_kernel_desc *d) {
+  return d ? FA8_OK : no_fit(p, dir, fit);
 }
 
 const fa8_kernel_desc *fa8__find_quant(fa8_backend be, fa8_fmt fmt, int32_t hdim, fa8_intype in, fa8_status *st) {

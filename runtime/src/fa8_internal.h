@@ -28,8 +28,14 @@ int64_t fa8__nblocks(int64_t S, int32_t scale_rows);
 typedef struct {
   const fa8_kernel_desc *fwd, *delta, *bwd;
 } fa8__plan;
-fa8_status fa8__plan_attention(const fa8_problem *p, const int32_t rows[4], fa8__plan *out);
-fa8_status fa8__require(const fa8_problem *p, const int32_t rows[4], fa8_dir dir, const fa8_kernel_desc *d);
+/* What decides the fit beyond the problem: scale_rows of q, k, v, dO and whether the FP8 operands can be read
+ * through TMA tensor maps (16-byte aligned bases and byte strides, transposed copies present). */
+typedef struct {
+  int32_t rows[4];
+  int tma_ready;
+} fa8__fit;
+fa8_status fa8__plan_attention(const fa8_problem *p, const fa8__fit *fit, fa8__plan *out);
+fa8_status fa8__require(const fa8_problem *p, const fa8__fit *fit, fa8_dir dir, const fa8_kernel_desc *d);
 const fa8_kernel_desc *fa8__find_quant(fa8_backend be, fa8_fmt fmt, int32_t hdim, fa8_intype in, fa8_status *st);
 
 /* backends */

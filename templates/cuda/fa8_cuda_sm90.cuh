@@ -1,0 +1,117 @@
+/* Hopper (sm_90a) building blocks of the fast path: TMA tile loads completing on mbarriers, wgmma FP8 with
+ * shared-memory descriptors, warpgroup register reallocation. Used by templates/cuda/*_wgmma.cu.tpl only.
+ *
+ * Shared-memory operand layout. Every operand tile is K-major and stored as chunks of [rows][64 bytes], each
+ * chunk written by one TMA box with the 64-byte swizzle, which wgmma reads back through a descriptor with the
+ * same swizzle mode: no bank conflicts, no in-kernel transposes (K-major copies come from the quantizer). A
+ * wgmma k-step of an FP8 operand covers 32 bytes, half a chunk row. Chunks are 1024-byte aligned. */
+#ifndef FA8_CUDA_SM90_CUH
+#define FA8_CUDA_SM90_CUH
+
+#include <cuda.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include "fa8_cuda_tile.cuh"
+
+#define FA8_CHUNK 64   /* bytes of K per swizzle chunk (CU_TENSOR_MAP_SWIZZLE_64B) */
+
+/* ---- mbarriers ---- */
+__device__ __forceinline__ void fa8_mbar_init(uint64_t *b, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(fa8_smem_addr(b)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void fa8_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void fa8_mbar_expect_tx(uint64_t *b, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(fa8_smem_addr(b)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void fa8_mbar_arrive(uint64_t *b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(fa8_smem_addr(b)) : "memory");
+}
+/* Wait until the barrier's phase with this parity has completed. */
+__device__ __forceinline__ void fa8_mbar_wait(uint64_t *b, unsigned parity) {
+  asm volatile("{\n.reg .pred done;\nWAIT:\n"
+               "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+               "@!done bra WAIT;\n}\n" ::"r"(fa8_smem_addr(b)), "r"(parity) : "memory");
+}
+
+/* ---- TMA ---- */
+/* One box of a 4-D tensor map into shared memory; completion (bytes) is signalled on `bar`. */
+__device__ __forceinline__ void fa8_tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];\n"
+               ::"r"(fa8_smem_addr(dst)), "l"((uint64_t)map), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(fa8_smem_addr(bar))
+               : "memory");
+}
+__device__ __forceinline__ void fa8_tma_prefetch_desc(const CUtensorMap *map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)map) : "memory");
+}
+
+/* ---- wgmma ---- */
+/* Descriptor of a K-major operand in 64-byte-swizzled chunks: 8-row groups 512 bytes apart (stride byte
+ * offset); the leading byte offset is unused for swizzled K-major operands. */
+__device__ __forceinline__ uint64_t fa8_wgmma_desc(const void *smem) {
+  const uint32_t a = fa8_smem_addr(smem);
+  return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(8 * FA8_CHUNK >> 4) << 32) |
+         ((uint64_t)2 << 62);
+}
+__device__ __forceinline__ void fa8_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void fa8_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void fa8_wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/* Pin accumulator registers at this point of the program: the compiler must not move their reads or writes
+ * across the asynchronous wgmma that owns them. */
+template <int N> __device__ __forceinline__ void fa8_fence_regs(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+
+/* ---- warpgroup register reallocation ---- */
+template <int R> __device__ __forceinline__ void fa8_regs_release() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
+template <int R> __device__ __forceinline__ void fa8_regs_claim() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
+
+/* ---- P in registers as the A operand ----
+ * The accumulator of S holds, per thread, columns 2t, 2t+1 of each 8-column chunk (rows g and g+8); the FP8
+ * A fragment wants columns 4t..4t+3 and 16+4t..16+4t+3 of each 32-column block. Pack the codes per chunk
+ * pair and fetch the two halves each thread needs from its quad neighbours 2(t&1) and 2(t&1)+1. */
+__device__ __forceinline__ uint32_t fa8_pack_e4m3x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+/* x01: codes of chunks 0,1 (low, high half), x23: chunks 2,3, for one row; returns a0/a2 (or a1/a3). */
+__device__ __forceinline__ void fa8_quad_to_a(uint32_t x01, uint32_t x23, uint32_t &lo, uint32_t &hi) {
+  const int lane = threadIdx.x & 31, t = lane & 3;
+  const int s1 = (lane & ~3) | (2 * (t & 1)), s2 = s1 + 1;
+  const uint32_t sel = (t >> 1) ? 0x7632u : 0x5410u;
+  const uint32_t a = __shfl_sync(0xffffffffu, x01, s1), b = __shfl_sync(0xffffffffu, x01, s2);
+  const uint32_t c = __shfl_sync(0xffffffffu, x23, s1), d = __shfl_sync(0xffffffffu, x23, s2);
+  lo = __byte_perm(a, b, sel);
+  hi = __byte_perm(c, d, sel);
+}
+
+/* ---- host: tensor maps ---- */
+/* A 4-D FP8 tensor map (dims innermost first, byte strides of dims 1..3) with boxes of [FA8_CHUNK][rows]
+ * and the 64-byte swizzle. Returns 0 or a cudaError_t code. */
+static inline int fa8_tma_map(CUtensorMap *map, const void *base, const uint64_t dims[4], const uint64_t strides[3],
+                              uint32_t rows) {
+  typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
+                                const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static encode_fn encode = nullptr;
+  if (!encode) {
+    cudaDriverEntryPointQueryResult q;
+    void *fn = nullptr;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !fn)
+      return (int)cudaErrorNotSupported;
+    encode = (encode_fn)fn;
+  }
+  const cuuint64_t gd[4] = { dims[0], dims[1], dims[2], dims[3] };
+  const cuuint64_t gs[3] = { strides[0], strides[1], strides[2] };
+  const cuuint32_t box[4] = { FA8_CHUNK, rows, 1, 1 }, es[4] = { 1, 1, 1, 1 };
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void *>(base), gd, gs, box, es,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
+}
+
+#endif
