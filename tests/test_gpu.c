@@ -134,6 +134,7 @@ static void run_geom(const geom *g, uint64_t seed) {
     const fa8_delta_mode mode = (fa8_delta_mode)m;
     fa8_problem pd = d.cfg.p;
     pd.delta = mode;
+    pd.instance = NULL;
     fa8_dispatch_names names;
     cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
     /* the whole GPU bundle (its forward has the twin's tiles; the dispatcher may pick a faster forward,
@@ -220,8 +221,27 @@ static double two_term_error(const h_data *d) {
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* Every forward the dispatcher picks on this GPU (on sm_90a the wgmma fast path wherever the head dims split
- * into 64-byte chunks) against the CPU forward with the same tiles, both variants. */
+static double max_abs_vs_ref(const float *x, const double *ref, int64_t n, double *mean) {
+  double m = 0, sum = 0;
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (isinf(ref[i])) { if (!(isinf(x[i]) && x[i] < 0)) return INFINITY; continue; }
+    const double e = fabs((double)x[i] - ref[i]);
+    m = fmax(m, e);
+    sum += e;
+    ++k;
+  }
+  *mean = k ? sum / k : 0;
+  return m;
+}
+
+/* Every forward the dispatcher picks on this GPU against the CPU forward with the same tiles, both variants.
+ * Portable (mma.sync) forwards accumulate FP8 products in FP32 like the CPU: held to the twin tolerances.
+ * The wgmma forward is not: Hopper's tensor cores keep ~14 bits when they add FP8 products (measured here:
+ * LSE off the FP64 value by up to 3e-2 on these outlier-channel inputs, where the CPU is off by 1e-6), and a
+ * logit that moves moves P across FP8 rounding boundaries. So it is held to the FP64 reference instead: its
+ * O error no worse than the CPU twin's (1.25x + 1e-3), its LSE within 6e-2 (mean 1e-2) of the exact value,
+ * and the twin difference far below the O(1) a wrong layout, mask or scale produces. */
 static void run_forward_geom(const geom *g, uint64_t seed) {
   h_config cg = config(g, FA8_BACKEND_CUDA), cc = config(g, FA8_BACKEND_CPU);
   h_data d, c;
@@ -234,6 +254,8 @@ static void run_forward_geom(const geom *g, uint64_t seed) {
   h_fill(&c, &in);
   cr_assert_eq(h_quantize(&d), FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
   cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
+  h_ref ref;
+  cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
   for (int split = 0; split < 2; ++split) {
     const fa8_delta_mode mode = split ? FA8_DELTA_SPLIT : FA8_DELTA_MATCHED;
     fa8_problem pd = d.cfg.p;
@@ -250,14 +272,27 @@ static void run_forward_geom(const geom *g, uint64_t seed) {
     cr_assert_eq(run_forward(&c, mode, twin), FA8_OK, "%s: CPU twin %s: %s", g->name, twin, fa8_last_error());
     const double eo = rel(d.o32, c.o32, d.no), el = max_abs_finite(d.lse, c.lse, d.nrow);
     const double eb = rel_bf16(d.o, c.o, d.no), er = split ? two_term_error(&d) : 0.0;
-    fprintf(stderr, "[gpu-vs-cpu] %-30s fwd %-5s %s: O %.1e O_bf16 %.1e bf16+rem vs O32 %.1e lse %.1e\n", g->name,
-            split ? "split" : "std", names.fwd, eo, eb, er, el);
-    cr_expect_leq(eo, TOL_OUT, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
-    cr_expect_leq(eb, TOL_OUT, "%s: %s: BF16 O differs from the CPU twin by %.2e", g->name, names.fwd, eb);
-    cr_expect_leq(el, TOL_LSE, "%s: %s: LSE differs by %.2e", g->name, names.fwd, el);
+    const double ro_gpu = h_rel_err_f32(d.o32, ref.o, d.no), ro_cpu = h_rel_err_f32(c.o32, ref.o, c.no);
+    double lmean_gpu, lmean_cpu;
+    const double rl_gpu = max_abs_vs_ref(d.lse, ref.lse, d.nrow, &lmean_gpu), rl_cpu = max_abs_vs_ref(c.lse, ref.lse, c.nrow, &lmean_cpu);
+    fprintf(stderr, "[gpu-vs-cpu] %-30s fwd %-5s %s: twin O %.1e O_bf16 %.1e lse %.1e | vs FP64: O gpu %.2e cpu %.2e, "
+            "lse max gpu %.1e cpu %.1e mean gpu %.1e | bf16+rem vs O32 %.1e\n", g->name, split ? "split" : "std", names.fwd,
+            eo, eb, el, ro_gpu, ro_cpu, rl_gpu, rl_cpu, lmean_gpu, er);
+    if (portable) {
+      cr_expect_leq(eo, TOL_OUT, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
+      cr_expect_leq(eb, TOL_OUT, "%s: %s: BF16 O differs from the CPU twin by %.2e", g->name, names.fwd, eb);
+      cr_expect_leq(el, TOL_LSE, "%s: %s: LSE differs by %.2e", g->name, names.fwd, el);
+    } else {
+      cr_expect_leq(ro_gpu, 1.25 * ro_cpu + 1e-3, "%s: %s: O error vs FP64 %.2e, the CPU twin's %.2e", g->name, names.fwd,
+                    ro_gpu, ro_cpu);
+      cr_expect_leq(rl_gpu, 6e-2, "%s: %s: LSE off the FP64 value by %.2e", g->name, names.fwd, rl_gpu);
+      cr_expect_leq(lmean_gpu, 1e-2, "%s: %s: LSE off the FP64 value by %.2e on average", g->name, names.fwd, lmean_gpu);
+      cr_expect_leq(eo, 5e-2, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
+    }
     /* split saves O as two BF16 terms: together they carry ~16 mantissa bits of the FP32 output */
     if (split) cr_expect_leq(er, 3e-5, "%s: %s: bf16(O) + O_rem misses the FP32 O by %.2e", g->name, names.fwd, er);
   }
+  h_ref_free(&ref);
   h_free(&d);
   h_free(&c);
 }
@@ -297,7 +332,10 @@ Test(gpu, delta_modes_contrast, .timeout = 300) {
                s[FA8_DELTA_STALE].pre_ra_mean, s[FA8_DELTA_MATCHED].pre_ra_mean);
   cr_expect_gt(s[FA8_DELTA_STALE].post_ra_mean, 1.3 * s[FA8_DELTA_MATCHED].post_ra_mean, "stale post-cast %.2e vs matched %.2e",
                s[FA8_DELTA_STALE].post_ra_mean, s[FA8_DELTA_MATCHED].post_ra_mean);
-  cr_expect_lt(s[FA8_DELTA_SPLIT].pre_ra_mean, s[FA8_DELTA_STALE].pre_ra_mean / 20, "split pre-cast %.2e",
+  /* split's delta comes from the forward's output: with the wgmma forward (logits rounded by the tensor cores,
+   * ~2^-14 of the largest products) its match to the backward's recomputed P is ~10x looser than with a
+   * forward that sums in FP32 (measured: 7e-4 vs 5e-5 here) and still well below stale */
+  cr_expect_lt(s[FA8_DELTA_SPLIT].pre_ra_mean, s[FA8_DELTA_STALE].pre_ra_mean / 5, "split pre-cast %.2e",
                s[FA8_DELTA_SPLIT].pre_ra_mean);
   h_free(&d);
 }

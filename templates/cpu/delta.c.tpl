@@ -28,13 +28,17 @@ typedef struct {
   float qs[BM], dos[BM], lse2[BM], ks[BN], vs[BN];
 } scratch;
 
-/* delta_i = sum_j P_ij dP^_ij over every visible key, with P and dP^ exactly as the backward has them. */
+/* delta_i = sum_j P_ij dP^_ij / sum_j P_ij over every visible key, with P and dP^ exactly as the backward has
+ * them. The division makes sum_j P_ij (dP^_ij - delta_i) vanish even when the saved LSE does not normalize
+ * the recomputed P exactly (a forward whose matrix unit rounded its logits differently). */
 static void matched(const fa8_delta_args *a, int b, int h, int m0, int mrows, float *delta) {
   const int kh = h / (a->H / a->Hkv), diag_off = a->Sk - a->Sq;
   const float cl2e = a->softmax_scale * FA8_LOG2E;
   scratch *w = (scratch *)malloc(sizeof(scratch));
   if (!w) abort();
+  float psum[BM];
   for (int i = 0; i < mrows; ++i) {
+    psum[i] = 0.0f;
     fa8_cpu_decode_row(w->q[i], fa8_cpu_row(&a->q, b, m0 + i, h, OPND_BYTES), DQK, FMT);
     fa8_cpu_decode_row(w->dout[i], fa8_cpu_row(&a->do_hat, b, m0 + i, h, OPND_BYTES), DV, FMT_GRAD);
     w->qs[i] = fa8_cpu_scale(&a->q_scale, b, h, m0 + i);
@@ -58,9 +62,17 @@ static void matched(const fa8_delta_args *a, int b, int h, int m0, int mrows, fl
     fa8_cpu_p_dp(&w->p[0][0], &w->dp[0][0], BN, &w->raw[0][0], &w->q[0][0], DQK, &w->kt[0][0], BN,
                  &w->dout[0][0], DV, &w->vt[0][0], BN, w->qs, w->ks, w->dos, w->vs, w->lse2, cl2e,
                  m0, n0, mrows, ncols, DQK, DV, CAUSAL, diag_off);
-    for (int i = 0; i < mrows; ++i)
-      for (int j = 0; j < ncols; ++j) delta[i] += w->p[i][j] * w->dp[i][j];
+    for (int i = 0; i < mrows; ++i) {
+      float tile_psum = 0.0f;   /* per tile, then across tiles: the row sum of P to ~(BN + tiles) ulps */
+      for (int j = 0; j < ncols; ++j) {
+        delta[i] += w->p[i][j] * w->dp[i][j];
+        tile_psum += w->p[i][j];
+      }
+      psum[i] += tile_psum;
+    }
   }
+  for (int i = 0; i < mrows; ++i)
+    if (psum[i] > 0.0f) delta[i] /= psum[i];
   free(w);
 }
 #endif

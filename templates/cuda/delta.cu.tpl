@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) 
     fa8_stage_rows<ROWS, DV>(s.dout, og, a.do_hat.ss, m0, a.Sq);
     fa8_cp_commit();
     const int row[2] = { m0 + warp * 16 + g, m0 + warp * 16 + g + 8 };
-    float qs[2], dos[2], lse2[2], acc[2] = { 0.0f, 0.0f };
+    float qs[2], dos[2], lse2[2], acc[2] = { 0.0f, 0.0f }, psum[2] = { 0.0f, 0.0f };
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const bool ok = row[r] < a.Sq;
@@ -81,12 +81,15 @@ __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) 
           const float tt = sc[e] * ((qs[r] * s.ks[j]) * cl2e);
           const float p = (!vis || lse2[r] == -INFINITY) ? 0.0f : exp2f(tt - lse2[r]);
           acc[r] += p * (dp[e] * (dos[r] * s.vs[j]));
+          psum[r] += p;
         }
       }
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float d = fa8_quad_sum(acc[r]);
+      /* normalized by the recomputed row sum of P: exact row sums even if the saved LSE (from another
+       * forward kernel) normalizes P only to its matrix unit's rounding */
+      const float ps = fa8_quad_sum(psum[r]), d = ps > 0.0f ? fa8_quad_sum(acc[r]) / ps : 0.0f;
       if (t == 0 && row[r] < a.Sq) a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row[r]] = d;
     }
   }

@@ -70,6 +70,100 @@ __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&
   }
 }
 
+/* One consumer warpgroup's state and steps: 64 query rows, O accumulator, online-softmax statistics. */
+struct Consumer {
+  const fa8_fwd_args &a;
+  Smem &s;
+  int cw, h, b, kh, diag, m0, lane, t;
+  int row[2];
+  float qs[2], m[2], l[2], f_prev, cl2e;
+  float acc[DV / 2], sacc[BN / 2], rem[BN / 2];
+  uint32_t pa[BN / 32][4];
+
+  __device__ __forceinline__ Consumer(const fa8_fwd_args &a_, Smem &s_, int cw_, int m0_, int h_, int b_, int kh_, int diag_)
+      : a(a_), s(s_), cw(cw_), h(h_), b(b_), kh(kh_), diag(diag_), m0(m0_) {
+    const int tid = threadIdx.x % 128, warp = tid >> 5, g = (tid & 31) >> 2;
+    lane = tid & 31;
+    t = lane & 3;
+    cl2e = a.softmax_scale * FA8_LOG2E;
+    row[0] = m0 + cw * 64 + warp * 16 + g;
+    row[1] = row[0] + 8;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      qs[r] = row[r] < a.Sq ? fa8_scale_at(a.q_scale, b, h, row[r]) : 0.0f;
+      m[r] = -INFINITY;
+      l[r] = 0.0f;
+    }
+#pragma unroll
+    for (int i = 0; i < DV / 2; ++i) acc[i] = 0.0f;
+    f_prev = 1.0f;
+  }
+
+  /* S = Q K^t for the key tile in stage st (asynchronous: committed, not waited) */
+  __device__ __forceinline__ void qk_issue(int st) {
+    fa8_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < DQK / 32; ++k)
+      wgmma_qk(sacc, fa8_wgmma_desc(&s.q[k / 2][cw * 64 * FA8_CHUNK] + (k % 2) * 32),
+               fa8_wgmma_desc(&s.k[st][k / 2][0] + (k % 2) * 32), k > 0);
+    fa8_wgmma_commit();
+  }
+  /* O += A V^ for the key tile in stage st (asynchronous) */
+  __device__ __forceinline__ void pv_issue(const uint32_t (&af)[BN / 32][4], int st) {
+    fa8_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BN / 32; ++k) wgmma_pv(acc, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32));
+    fa8_wgmma_commit();
+  }
+  /* logits of the tile at key n0 (in sacc) -> running max, P^ fragments (pa), remainder (rem, split), the
+   * factor the accumulator must take before this tile's product joins it; l and m updated */
+  __device__ __forceinline__ void softmax(int n0, float (&rescale)[2]) {
+    const float ks = fa8_scale_at(a.k_scale, b, kh, n0), vs = fa8_scale_at(a.v_scale, b, kh, n0);
+    const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
+    float mx[2] = { m[0], m[1] };
+    /* only tiles that cross the sequence ends or the causal diagonal need the mask */
+    const bool inside = m0 + 64 * (cw + 1) <= a.Sq && n0 + BN <= a.Sk &&
+                        (!CAUSAL || n0 + BN - 1 <= m0 + cw * 64 + diag);
+    if (inside) {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        const int r = (i >> 1) & 1;
+        sacc[i] *= mul[r];
+        mx[r] = fmaxf(mx[r], sacc[i]);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        const int r = (i >> 1) & 1, col = n0 + (i >> 2) * 8 + 2 * t + (i & 1);
+        const bool vis = row[r] < a.Sq && col < a.Sk && (!CAUSAL || col <= row[r] + diag);
+        const float v = vis ? sacc[i] * mul[r] : -INFINITY;
+        sacc[i] = v;
+        mx[r] = fmaxf(mx[r], v);
+      }
+    }
+    const float f_cur = vs * (1.0f / P_SCALE);
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const float mn = fa8_quad_max(mx[r]);
+      const float alpha = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
+      rescale[r] = alpha * (f_prev / f_cur);
+      l[r] *= alpha;
+      m[r] = mn;
+    }
+    f_prev = f_cur;
+    /* P = exp2(t - m), P^ = e4m3(P 2^8); split: R^ = e4m3((P - P^/2^8) 2^12) */
+#pragma unroll
+    for (int i = 0; i < BN / 2; ++i) {
+      const int r = (i >> 1) & 1;
+      const float p = m[r] == -INFINITY ? 0.0f : exp2f(sacc[i] - m[r]);
+      l[r] += p;
+      sacc[i] = p * P_SCALE;
+      if constexpr (SPLIT) rem[i] = (p - fa8_dec<FA8_FMT_E4M3>(fa8_cvt<FA8_FMT_E4M3>(sacc[i])) * (1.0f / P_SCALE)) * REM_SCALE;
+    }
+    to_a_frags(sacc, pa);
+  }
+};
+
 __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constant__ Params prm) {
   const fa8_fwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
@@ -111,94 +205,77 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
   }
 
   fa8_regs_claim<CONSUMER_REGS>();
-  const int cw = wg - 1, tid = threadIdx.x % 128, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const float cl2e = a.softmax_scale * FA8_LOG2E;
-  const int row[2] = { m0 + cw * 64 + warp * 16 + g, m0 + cw * 64 + warp * 16 + g + 8 };
-  float qs[2], m[2] = { -INFINITY, -INFINITY }, l[2] = { 0.0f, 0.0f };
-#pragma unroll
-  for (int r = 0; r < 2; ++r) qs[r] = row[r] < a.Sq ? fa8_scale_at(a.q_scale, b, h, row[r]) : 0.0f;
-  float acc[DV / 2];
-#pragma unroll
-  for (int i = 0; i < DV / 2; ++i) acc[i] = 0.0f;
-  float f_prev = 1.0f;
+  Consumer c(a, s, wg - 1, m0, h, b, kh, diag);
   fa8_mbar_wait(&s.q_full, 0);
-
-  for (int it = 0; it < ntiles; ++it) {
-    const int st = it % STAGES, n0 = it * BN;
-    const float ks = fa8_scale_at(a.k_scale, b, kh, n0), vs = fa8_scale_at(a.v_scale, b, kh, n0);
-    fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
-    /* S = Q K^t */
-    float sacc[BN / 2];
-    fa8_wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < DQK / 32; ++k)
-      wgmma_qk(sacc, fa8_wgmma_desc(&s.q[k / 2][cw * 64 * FA8_CHUNK] + (k % 2) * 32),
-               fa8_wgmma_desc(&s.k[st][k / 2][0] + (k % 2) * 32), k > 0);
-    fa8_wgmma_commit();
-    fa8_wgmma_wait<0>();
-    fa8_fence_regs(sacc);
-    /* logits (log2 domain), masks, running max */
-    float mx[2] = { m[0], m[1] };
-    const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) {
-      const int r = (i >> 1) & 1, col = n0 + (i >> 2) * 8 + 2 * t + (i & 1);
-      const bool vis = row[r] < a.Sq && col < a.Sk && (!CAUSAL || col <= row[r] + diag);
-      const float v = vis ? sacc[i] * mul[r] : -INFINITY;
-      sacc[i] = v;
-      mx[r] = fmaxf(mx[r], v);
-    }
-    const float f_cur = vs * (1.0f / P_SCALE);
-    float rescale[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float mn = fa8_quad_max(mx[r]);
-      const float alpha = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
-      rescale[r] = alpha * (f_prev / f_cur);
-      l[r] *= alpha;
-      m[r] = mn;
-    }
-    /* P = exp2(t - m), P^ = e4m3(P 2^8); split: R^ = e4m3((P - P^/2^8) 2^12) */
-    float rem[BN / 2];   /* split only (dead otherwise) */
-#pragma unroll
-    for (int i = 0; i < BN / 2; ++i) {
-      const int r = (i >> 1) & 1;
-      const float p = m[r] == -INFINITY ? 0.0f : exp2f(sacc[i] - m[r]);
-      l[r] += p;
-      sacc[i] = p * P_SCALE;
-      if constexpr (SPLIT) rem[i] = (p - fa8_dec<FA8_FMT_E4M3>(fa8_cvt<FA8_FMT_E4M3>(sacc[i])) * (1.0f / P_SCALE)) * REM_SCALE;
-    }
-    uint32_t pa[BN / 32][4];
-    to_a_frags(sacc, pa);
+  if (ntiles > 0) {
     if constexpr (SPLIT) {
-      /* remainder first, into the accumulator pre-scaled by 2^4 (exact): acc = (acc*16 + R^V^)/16 + P^V^ */
-      constexpr float UP = REM_SCALE / P_SCALE;
-      uint32_t ra[BN / 32][4];
-      to_a_frags(rem, ra);
+      /* split: R^ V^ must land (acc pre-scaled by 2^4) before P^ V^ joins: one tile at a time */
+      for (int it = 0; it < ntiles; ++it) {
+        const int st = it % STAGES;
+        fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
+        c.qk_issue(st);
+        fa8_wgmma_wait<0>();
+        fa8_fence_regs(c.sacc);
+        float rescale[2];
+        c.softmax(it * BN, rescale);
+        uint32_t ra[BN / 32][4];
+        to_a_frags(c.rem, ra);
+        constexpr float UP = REM_SCALE / P_SCALE;
 #pragma unroll
-      for (int i = 0; i < DV / 2; ++i) acc[i] *= rescale[(i >> 1) & 1] * UP;
-      fa8_wgmma_fence();
+        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
+        c.pv_issue(ra, st);
+        fa8_wgmma_wait<0>();
+        fa8_fence_regs(c.acc);
 #pragma unroll
-      for (int k = 0; k < BN / 32; ++k) wgmma_pv(acc, ra[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32));
-      fa8_wgmma_commit();
-      fa8_wgmma_wait<0>();
-      fa8_fence_regs(acc);
-#pragma unroll
-      for (int i = 0; i < DV / 2; ++i) acc[i] *= 1.0f / UP;
+        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
+        c.pv_issue(c.pa, st);
+        fa8_wgmma_wait<0>();
+        fa8_fence_regs(c.acc);
+        if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
+      }
     } else {
+      /* software pipeline inside the warpgroup: S(j+1) = Q K(j+1)^t is issued before O += P^(j) V(j); the
+       * softmax of tile j+1 runs on the CUDA cores while the tensor cores do P^(j) V(j) */
+      fa8_mbar_wait(&s.full[0], 0);
+      c.qk_issue(0);
+      fa8_wgmma_wait<0>();
+      fa8_fence_regs(c.sacc);
+      float rescale[2];
+      c.softmax(0, rescale);
+      for (int it = 0; it < ntiles; ++it) {
+        const int st = it % STAGES;
+        const bool more = it + 1 < ntiles;
+        if (more) {
+          const int sn = (it + 1) % STAGES;
+          fa8_mbar_wait(&s.full[sn], ((it + 1) / STAGES) & 1);
+          c.qk_issue(sn);
+        }
+        uint32_t pa[BN / 32][4];
 #pragma unroll
-      for (int i = 0; i < DV / 2; ++i) acc[i] *= rescale[(i >> 1) & 1];
+        for (int k = 0; k < BN / 32; ++k)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) pa[k][e] = c.pa[k][e];
+        c.pv_issue(pa, st);
+        if (more) {
+          fa8_wgmma_wait<1>();   /* groups complete in order: S(j+1) is in */
+          fa8_fence_regs(c.sacc);
+          c.softmax((it + 1) * BN, rescale);   /* new P^ into c.pa; acc is still being written: not touched */
+        }
+        fa8_wgmma_wait<0>();
+        fa8_fence_regs(c.acc);
+        fa8_fence_regs_u(pa);   /* the wgmma read pa until here: keep its registers reserved */
+        if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
+        if (more) {
+#pragma unroll
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
+        }
+      }
     }
-    fa8_wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < BN / 32; ++k) wgmma_pv(acc, pa[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32));
-    fa8_wgmma_commit();
-    fa8_wgmma_wait<0>();
-    fa8_fence_regs(acc);
-    f_prev = f_cur;
-    if (lane == 0) fa8_mbar_arrive(&s.empty[st]);   /* this warp is done with the stage */
   }
-
+  const int t = c.t;
+  const int *row = c.row;
+  float *acc = c.acc, *m = c.m, *l = c.l;
+  const float f_prev = c.f_prev;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float lsum = fa8_quad_sum(l[r]);
@@ -210,9 +287,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
 #pragma unroll
     for (int dt = 0; dt < DV / 8; ++dt)
 #pragma unroll
-      for (int c = 0; c < 2; ++c) {   /* element stores: user strides need not keep pairs aligned */
-        const int col = dt * 8 + 2 * t + c;
-        const float ov = acc[4 * dt + 2 * r + c] * scale;
+      for (int e = 0; e < 2; ++e) {   /* element stores: user strides need not keep pairs aligned */
+        const int col = dt * 8 + 2 * t + e;
+        const float ov = acc[4 * dt + 2 * r + e] * scale;
         const uint16_t ob = fa8_bf16_from_f32(ov);
         o[col] = ob;
         if (of) of[col] = ov;
