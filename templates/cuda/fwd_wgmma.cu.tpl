@@ -44,12 +44,12 @@ __device__ __forceinline__ void wgmma_qk(float (&d)[BN / 2], uint64_t da, uint64
                : $(dops(BN))
                : "l"(da), "l"(db), "r"(accumulate));
 }
-/* O (64 x DV per warpgroup) += P^ (registers, e4m3) V^ (smem), one k-step of 32 keys */
-__device__ __forceinline__ void wgmma_pv(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db) {
+/* O (64 x DV per warpgroup) (+)= P^ (registers, e4m3) V^ (smem), one k-step of 32 keys */
+__device__ __forceinline__ void wgmma_pv(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
                "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.e4m3.$(ty) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
                : $(dops(DV))
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
 /* P (per thread: BN/2 values in accumulator layout) -> FP8 A fragments, one per 32-key step */
@@ -112,7 +112,14 @@ struct Consumer {
   __device__ __forceinline__ void pv_issue(const uint32_t (&af)[BN / 32][4], int st) {
     fa8_wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < BN / 32; ++k) wgmma_pv(acc, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32));
+    for (int k = 0; k < BN / 32; ++k) wgmma_pv(acc, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), 1);
+    fa8_wgmma_commit();
+  }
+  /* d = A V^ for the key tile in stage st, into a fresh accumulator (asynchronous) */
+  __device__ __forceinline__ void pv_issue_fresh(float (&d)[DV / 2], const uint32_t (&af)[BN / 32][4], int st) {
+    fa8_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BN / 32; ++k) wgmma_pv(d, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 (in sacc) -> running max, P^ fragments (pa), remainder (rem, split), the
@@ -209,7 +216,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
   fa8_mbar_wait(&s.q_full, 0);
   if (ntiles > 0) {
     if constexpr (SPLIT) {
-      /* split: R^ V^ must land (acc pre-scaled by 2^4) before P^ V^ joins: one tile at a time */
+      /* split, one tile at a time. DV <= 128: P^ V^ and R^ V^ each go to a fresh accumulator and join O in
+       * FP32 (the tensor cores keep only ~14 bits when they add into an accumulator, which swamps R^ V^ / 2^4:
+       * measured 10x the CPU's O error without this). DV > 128 has no registers for a second accumulator:
+       * O is pre-scaled by 2^4 so that R^ V^ lands first, then P^ V^ (the portable path's order). */
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES;
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
@@ -220,55 +230,52 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         c.softmax(it * BN, rescale);
         uint32_t ra[BN / 32][4];
         to_a_frags(c.rem, ra);
-        constexpr float UP = REM_SCALE / P_SCALE;
+        if constexpr (DV <= 128) {
+          float tmp[DV / 2];
+          c.pv_issue_fresh(tmp, c.pa, st);
+          fa8_wgmma_wait<0>();
+          fa8_fence_regs(tmp);
 #pragma unroll
-        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
-        c.pv_issue(ra, st);
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(c.acc[i], rescale[(i >> 1) & 1], tmp[i]);
+          c.pv_issue_fresh(tmp, ra, st);
+          fa8_wgmma_wait<0>();
+          fa8_fence_regs(tmp);
+#pragma unroll
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tmp[i], P_SCALE / REM_SCALE, c.acc[i]);
+        } else {
+          constexpr float UP = REM_SCALE / P_SCALE;
+#pragma unroll
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
+          c.pv_issue(ra, st);
+          fa8_wgmma_wait<0>();
+          fa8_fence_regs(c.acc);
+#pragma unroll
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
+          c.pv_issue(c.pa, st);
+          fa8_wgmma_wait<0>();
+          fa8_fence_regs(c.acc);
+        }
+        if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
+      }
+    } else {
+      /* one tile at a time: S = Q K^t, softmax, O += P^ V^. (Issuing S(j+1) before P^(j) V(j), so that the
+       * softmax overlaps the tensor cores, made ptxas serialize every wgmma (C7513/C7514: it cannot prove
+       * that the P^ registers an in-flight wgmma reads are not redefined): see bench/NOTES.md.) The two
+       * consumer warpgroups interleave on the tensor cores on their own. */
+      for (int it = 0; it < ntiles; ++it) {
+        const int st = it % STAGES;
+        fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
+        c.qk_issue(st);
         fa8_wgmma_wait<0>();
-        fa8_fence_regs(c.acc);
+        fa8_fence_regs(c.sacc);
+        float rescale[2];
+        c.softmax(it * BN, rescale);
 #pragma unroll
-        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
+        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
         c.pv_issue(c.pa, st);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
-      }
-    } else {
-      /* software pipeline inside the warpgroup: S(j+1) = Q K(j+1)^t is issued before O += P^(j) V(j); the
-       * softmax of tile j+1 runs on the CUDA cores while the tensor cores do P^(j) V(j) */
-      fa8_mbar_wait(&s.full[0], 0);
-      c.qk_issue(0);
-      fa8_wgmma_wait<0>();
-      fa8_fence_regs(c.sacc);
-      float rescale[2];
-      c.softmax(0, rescale);
-      for (int it = 0; it < ntiles; ++it) {
-        const int st = it % STAGES;
-        const bool more = it + 1 < ntiles;
-        if (more) {
-          const int sn = (it + 1) % STAGES;
-          fa8_mbar_wait(&s.full[sn], ((it + 1) / STAGES) & 1);
-          c.qk_issue(sn);
-        }
-        uint32_t pa[BN / 32][4];
-#pragma unroll
-        for (int k = 0; k < BN / 32; ++k)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) pa[k][e] = c.pa[k][e];
-        c.pv_issue(pa, st);
-        if (more) {
-          fa8_wgmma_wait<1>();   /* groups complete in order: S(j+1) is in */
-          fa8_fence_regs(c.sacc);
-          c.softmax((it + 1) * BN, rescale);   /* new P^ into c.pa; acc is still being written: not touched */
-        }
-        fa8_wgmma_wait<0>();
-        fa8_fence_regs(c.acc);
-        fa8_fence_regs_u(pa);   /* the wgmma read pa until here: keep its registers reserved */
-        if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
-        if (more) {
-#pragma unroll
-          for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
-        }
       }
     }
   }
