@@ -241,7 +241,9 @@ static double max_abs_vs_ref(const float *x, const double *ref, int64_t n, doubl
  * LSE off the FP64 value by up to 3e-2 on these outlier-channel inputs, where the CPU is off by 1e-6), and a
  * logit that moves moves P across FP8 rounding boundaries. So it is held to the FP64 reference instead: its
  * O error no worse than the CPU twin's (1.25x + 1e-3), its LSE within 6e-2 (mean 1e-2) of the exact value,
- * and the twin difference far below the O(1) a wrong layout, mask or scale produces. */
+ * and the twin difference far below the O(1) a wrong layout, mask or scale produces. Split carries P to
+ * ~2^-12, so its O error is set by those logit errors (measured 1.5e-3..5.5e-3, the CPU's 2.5e-4): it must
+ * stay below 0.6x the standard forward's error on the same GPU (measured <= 0.45x). */
 static void run_forward_geom(const geom *g, uint64_t seed) {
   h_config cg = config(g, FA8_BACKEND_CUDA), cc = config(g, FA8_BACKEND_CPU);
   h_data d, c;
@@ -256,6 +258,7 @@ static void run_forward_geom(const geom *g, uint64_t seed) {
   cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
   h_ref ref;
   cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
+  double std_err_gpu = 0;
   for (int split = 0; split < 2; ++split) {
     const fa8_delta_mode mode = split ? FA8_DELTA_SPLIT : FA8_DELTA_MATCHED;
     fa8_problem pd = d.cfg.p;
@@ -282,11 +285,17 @@ static void run_forward_geom(const geom *g, uint64_t seed) {
       cr_expect_leq(eo, TOL_OUT, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
       cr_expect_leq(eb, TOL_OUT, "%s: %s: BF16 O differs from the CPU twin by %.2e", g->name, names.fwd, eb);
       cr_expect_leq(el, TOL_LSE, "%s: %s: LSE differs by %.2e", g->name, names.fwd, el);
-    } else {
+    } else if (!split) {
+      std_err_gpu = ro_gpu;
       cr_expect_leq(ro_gpu, 1.25 * ro_cpu + 1e-3, "%s: %s: O error vs FP64 %.2e, the CPU twin's %.2e", g->name, names.fwd,
                     ro_gpu, ro_cpu);
       cr_expect_leq(rl_gpu, 6e-2, "%s: %s: LSE off the FP64 value by %.2e", g->name, names.fwd, rl_gpu);
       cr_expect_leq(lmean_gpu, 1e-2, "%s: %s: LSE off the FP64 value by %.2e on average", g->name, names.fwd, lmean_gpu);
+      cr_expect_leq(eo, 5e-2, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
+    } else {
+      cr_expect_leq(ro_gpu, 0.6 * std_err_gpu, "%s: %s: split O error vs FP64 %.2e, the standard forward's %.2e", g->name,
+                    names.fwd, ro_gpu, std_err_gpu);
+      cr_expect_leq(rl_gpu, 6e-2, "%s: %s: LSE off the FP64 value by %.2e", g->name, names.fwd, rl_gpu);
       cr_expect_leq(eo, 5e-2, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
     }
     /* split saves O as two BF16 terms: together they carry ~16 mantissa bits of the FP32 output */
