@@ -5,4 +5,6 @@ int cli_lua(int argc, char **argv);    /* gen, list, targets, decode (argv inclu
 int cli_probe(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_tune(int argc, char **argv);
+int cli_list_tuned(int argc, char **argv);   /* fa8 list --tuned */
 #endif

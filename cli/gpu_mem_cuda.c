@@ -1,5 +1,6 @@
 #include "gpu_mem.h"
 #include <cuda_runtime_api.h>
+#include <stdio.h>
 
 void *h_gpu_alloc(size_t n) {
   void *p = NULL;
@@ -42,4 +43,33 @@ double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {
   const double med = bad ? -1 : t[reps / 2];
   free(t);
   return med;
+}
+
+/* All `reps` timings (ms, sorted ascending) of fn(ctx) after `warmup` runs, by device events. 0 ok. */
+int h_gpu_times_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps, double *out) {
+  for (int i = 0; i < warmup; ++i) if (fn(ctx)) return -1;
+  if (cudaDeviceSynchronize() != cudaSuccess || reps < 1) return -1;
+  cudaEvent_t a, b;
+  if (cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess) return -1;
+  int bad = 0;
+  for (int i = 0; i < reps && !bad; ++i) {
+    float ms = 0;
+    cudaEventRecord(a, 0);
+    bad = fn(ctx);
+    cudaEventRecord(b, 0);
+    bad = bad || cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess;
+    out[i] = ms;
+  }
+  cudaEventDestroy(a); cudaEventDestroy(b);
+  if (bad) return -1;
+  qsort(out, (size_t)reps, sizeof(double), cmp_double);
+  return 0;
+}
+/* "CUDA 13.0" runtime and driver versions as text. */
+void h_gpu_versions(char *cuda, size_t n1, char *driver, size_t n2) {
+  int r = 0, d = 0;
+  cudaRuntimeGetVersion(&r);
+  cudaDriverGetVersion(&d);
+  snprintf(cuda, n1, "%d.%d", r / 1000, (r % 1000) / 10);
+  snprintf(driver, n2, "%d.%d", d / 1000, (d % 1000) / 10);   /* the CUDA version the driver supports */
 }

@@ -8,3 +8,11 @@ double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {
   (void)fn; (void)ctx; (void)warmup; (void)reps;
   return -1;
 }
+int h_gpu_times_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps, double *out) {
+  (void)fn; (void)ctx; (void)warmup; (void)reps; (void)out;
+  return -1;
+}
+void h_gpu_versions(char *cuda, size_t n1, char *driver, size_t n2) {
+  if (n1) cuda[0] = '\0';
+  if (n2) driver[0] = '\0';
+}

@@ -360,7 +360,7 @@ Test(gen, cli_rejected_lists_reasons) {
     static const char *preds[] = {"pipeline_on_target", "fmt_supported", "hdim_limits", "hdim_divides_mma_k",
                                   "tile_divides_mma", "warps_cover_tile", "wgmma_swizzle_chunks", "threads_fit", "smem_fits", "regs_fit",
                                   "test_format_cpu_only"};
-    proc p = fa8("list --target sm_90a --profile tuning --rejected");
+    proc p = fa8("list --target sm_90a,sm_89 --profile tuning --rejected");
     cr_assert_eq(p.code, 0, "exit %d: %s", p.code, p.err);
     int lines = 0, smem = 0, regs = 0;
     for (char *line = strtok(p.out, "\n"); line; line = strtok(NULL, "\n")) {
@@ -378,8 +378,8 @@ Test(gen, cli_rejected_lists_reasons) {
         smem += strstr(sep, "smem_fits: shared memory") != NULL;
         regs += strstr(sep, "regs_fit: register estimate") != NULL;
     }
-    cr_assert_gt(lines, 0, "sm_90a tuning prunes nothing?");
-    cr_assert(smem > 0 && regs > 0, "expected smem and register rejections on sm_90a's tuning set (got %d, %d)", smem, regs);
+    cr_assert_gt(lines, 0, "the GPU tuning sets prune nothing?");
+    cr_assert(smem > 0 && regs > 0, "expected smem and register rejections in the GPU tuning sets (got %d, %d)", smem, regs);
 }
 
 /* =================================================================================================== */
@@ -1080,4 +1080,70 @@ Test(gen, line_directives_survive_lua_loops) {
         "-- negative control: the checker notices a directive that is off by one\n"
         "local shifted = text:gsub('#line 4 ', '#line 5 ', 1)\n"
         "assert(not pcall(check_lines, shifted, TMP, 'shifted'), 'an off-by-one #line went unnoticed')\n");
+}
+
+/* Tuned tables at build time (gen/fa8/tuned.lua): malformed files are refused with file:line; rows name
+ * canonical instances of their key and target; the instances they name are built with their parts (a
+ * backward with its delta preps and bundles, a GPU instance with its CPU twin); rows for head geometries the
+ * build does not cover are left out; the generated C array is sorted for the runtime's binary search. */
+Test(gen, tuned_tables_at_build_time) {
+    LUA_OK(
+        "local tuned = require('fa8.tuned')\n"
+        "local H = table.concat(tuned.columns, ',') .. '\\n'\n"
+        "local function row(t) return table.concat(t, ',') .. '\\n' end\n"
+        "local FWD = { 'cpu', '2', 'ci', 'fa8_fwd_e4m3_d64v64_gqa_full', 's1024_bh8', 'fa8_fwd_cpu_e4m3_d64v64_gqa_full_m128n64_w1s1', '100', '', '', '', '', '', 'c', '', '', 'd' }\n"
+        "local BWD = { 'cpu', '0', 'ci', 'fa8_bwd_e4m3_d64v64_gqa_full', 's512_bh8', 'fa8_bwd_cpu_e4m3_d64v64_gqa_full_m128n64_w1s1', '300', '', '', '', '', '', 'c', '', '', 'd' }\n"
+        "local function with(t, i, v) local c = { table.unpack(t) }; c[i] = v; return c end\n"
+        "-- parse errors carry file:line and the bad value\n"
+        "expect_error(function() tuned.parse('t.csv', 'a,b\\n') end, 't.csv:1', 'header')\n"
+        "expect_error(function() tuned.parse('t.csv', '# c\\n') end, 't.csv', 'no header')\n"
+        "expect_error(function() tuned.parse('t.csv', H .. 'cpu,2\\n') end, 't.csv:2', '2 fields')\n"
+        "expect_error(function() tuned.parse('t.csv', '# x\\n' .. H .. row(with(FWD, 5, 's1000_bh8'))) end, 't.csv:3', 's1000_bh8')\n"
+        "expect_error(function() tuned.parse('t.csv', H .. row(with(FWD, 7, '0'))) end, 't.csv:2', 'median_us')\n"
+        "expect_error(function() tuned.parse('t.csv', H .. row(with(FWD, 2, '-1'))) end, 't.csv:2', \"sm_count '-1'\")\n"
+        "expect_error(function() tuned.parse('t.csv', H .. row(with(FWD, 4, 'quant'))) end, 't.csv:2', \"key 'quant'\")\n"
+        "local rows = tuned.parse('t.csv', H .. row(FWD) .. row(BWD))\n"
+        "assert(#rows == 2 and rows[1].seq == 1024 and rows[1].bh == 8 and rows[1].line == 2 and rows[2].sm_count == 0)\n"
+        "-- a row's instance must decode, be canonical, and belong to the row's key and target\n"
+        "local bad = tuned.parse('t.csv', H .. row(with(FWD, 4, 'fa8_fwd_e4m3_d128v128_gqa_full')))[1]\n"
+        "expect_error(function() tuned.config_of(bad, reg) end, 't.csv:2', 'has key fa8_fwd_e4m3_d64v64_gqa_full')\n"
+        "bad = tuned.parse('t.csv', H .. row(with(FWD, 1, 'sm_89')))[1]\n"
+        "expect_error(function() tuned.config_of(bad, reg) end, 't.csv:2', 'for target cpu')\n"
+        "bad = tuned.parse('t.csv', H .. row(with(FWD, 6, 'fa8_fwd_cpu_e4m3_d64v64_gqa_full_m128n64_w1s1_scalar')))[1]\n"
+        "expect_error(function() tuned.config_of(bad, reg) end, 't.csv:2')\n"
+        "-- enumeration builds what the rows name, with the backward's parts\n"
+        "local res = enumerate.run({ registry = reg, profile = 'default', targets = { 'cpu' }, tuned_rows = rows })\n"
+        "local names = {}\n"
+        "for _, c in ipairs(res.instances) do names[c.name] = true end\n"
+        "assert(names['fa8_fwd_cpu_e4m3_d64v64_gqa_full_m128n64_w1s1'] and names['fa8_bwd_cpu_e4m3_d64v64_gqa_full_m128n64_w1s1'])\n"
+        "for _, m in ipairs({ 'stale', 'dohat', 'matched', 'split' }) do\n"
+        "  assert(names['fa8_delta_cpu_e4m3_d64v64_gqa_full_' .. m .. '_m128n64_w1s1'], m)\n"
+        "  local found = false\n"
+        "  for _, b in ipairs(res.bundles) do found = found or b.name == 'fa8_bundle_cpu_e4m3_d64v64_gqa_full_' .. m .. '_m128n64_w1s1' end\n"
+        "  assert(found, 'no bundle for ' .. m)\n"
+        "end\n"
+        "assert(#res.tuned == 2)\n"
+        "-- the heuristic order is unchanged: the profile's own tile still comes first\n"
+        "local first\n"
+        "for _, c in ipairs(res.instances) do if not first and c.key == 'fa8_fwd_e4m3_d64v64_gqa_full' then first = c.name end end\n"
+        "assert(first == 'fa8_fwd_cpu_e4m3_d64v64_gqa_full_m64n64_w1s1', first)\n"
+        "-- rows for head geometries the build leaves out are left out too\n"
+        "res = enumerate.run({ registry = reg, profile = 'default', targets = { 'cpu' }, hdims = { { 128, 128 } }, tuned_rows = rows })\n"
+        "assert(#res.tuned == 0)\n"
+        "for _, c in ipairs(res.instances) do assert(not c.name:find('d64v64', 1, true), c.name) end\n"
+        "-- a row naming a config the constraints refuse stops the build, naming the row\n"
+        "local unbuildable = tuned.parse('u.csv', H .. row(with(with(FWD, 6, 'fa8_fwd_cpu_e4m3_d64v64_gqa_full_m1024n1024_w1s1'), 4, 'fa8_fwd_e4m3_d64v64_gqa_full')))\n"
+        "expect_error(function() enumerate.run({ registry = reg, profile = 'default', targets = { 'cpu' }, tuned_rows = unbuildable }) end,\n"
+        "  'u.csv:2', 'cannot be built')\n"
+        "-- a GPU row brings its CPU twin when the build mirrors\n"
+        "local G = { 'sm_90a', '132', 'H200', 'fa8_fwd_e4m3_d128v128_gqa_full', 's8192_bh64', 'fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s3', '3000', '', '', '', '', '', 'c', '', '', 'd' }\n"
+        "res = enumerate.run({ registry = reg, profile = 'default', targets = { 'sm_90a', 'cpu' }, pipelines = { 'scalar', 'mma', 'wgmma' },\n"
+        "  mirror_cpu = true, tuned_rows = tuned.parse('g.csv', H .. row(G)) })\n"
+        "names = {}\n"
+        "for _, c in ipairs(res.instances) do names[c.name] = true end\n"
+        "assert(names['fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s3'], 'the tuned GPU instance is built')\n"
+        "assert(names['fa8_fwd_cpu_e4m3_d128v128_gqa_full_m128n128_w1s1'], 'and its CPU twin')\n"
+        "-- the C array is sorted by (target, key, seq, bh, sm desc, median, instance)\n"
+        "local s = tuned.sorted(tuned.parse('t.csv', H .. row(FWD) .. row(BWD) .. row(with(FWD, 5, 's256_bh8'))))\n"
+        "assert(s[1].key:find('bwd') and s[2].seq == 256 and s[3].seq == 1024)\n");
 }

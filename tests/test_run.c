@@ -206,3 +206,72 @@ Test(run, bench_refuses_bad_flags) {
     cr_expect(strstr(out, cases[i][1]) != NULL, "`fa8 %s` does not name '%s': %s", cases[i][0], cases[i][1], out);
   }
 }
+
+/* `fa8 tune` on the CPU, end to end: a table and a gain report come out, every candidate was checked and
+ * timed, a second run re-measures nothing (the cache), and the runtime uses the table it wrote (overlay). */
+Test(run, tune_writes_a_table_the_runtime_uses, .timeout = 300) {
+  char out[16384], args[1200], path[600];
+  snprintf(args, sizeof args, "tune --backend cpu --hdim 64 --seqlen 256 --heads 4 --kv-heads 2 --causal no --reps 2 "
+           "--warmup 0 --threads 1 --cache '%s/c.tsv' --out '%s/t.csv'", dir_out, dir_out);
+  int rc = fa8_cmd(out, sizeof out, args);
+  cr_assert_eq(rc, 0, "fa8 tune exited %d: %s", rc, out);
+  cr_expect(strstr(out, "measured now, 0 from the cache") != NULL, "%s", out);
+  cr_expect(strstr(out, "[tune 1/") != NULL, "no progress line: %s", out);
+  snprintf(path, sizeof path, "%s/t.csv", dir_out);
+  FILE *f = fopen(path, "r");
+  cr_assert(f, "no table at %s", path);
+  char line[2048];
+  int rows = 0, header = 0;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    if (!header) { header = 1; cr_expect(!strncmp(line, "target,sm_count,device,key,bucket,instance,", 43), "%s", line); continue; }
+    ++rows;
+    cr_expect(!strncmp(line, "cpu,1,", 6), "row for 1 thread on cpu: %s", line);
+    cr_expect(strstr(line, ",s256_bh4,") != NULL, "%s", line);
+  }
+  fclose(f);
+  cr_expect_eq(rows, 2, "one forward and one backward row, got %d", rows);
+  snprintf(path, sizeof path, "%s/t.md", dir_out);
+  f = fopen(path, "r");
+  cr_assert(f, "no gain report at %s", path);
+  fclose(f);
+  rc = fa8_cmd(out, sizeof out, args);
+  cr_assert_eq(rc, 0, "second fa8 tune exited %d: %s", rc, out);
+  cr_expect(strstr(out, "(0 measured now,") != NULL, "the second run measured again: %s", out);
+  snprintf(args, sizeof args, "list --tuned --backend cpu --hdim 64 --seqlen 200 --heads 4 --kv-heads 2 --threads 1 --overlay '%s/t.csv'", dir_out);
+  rc = fa8_cmd(out, sizeof out, args);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_expect(strstr(out, "tuned (overlay): exact row") != NULL && strstr(out, "t.csv:3") != NULL, "%s", out);
+}
+
+Test(run, tuned_tables_refuse_bad_input) {
+  char out[4096], args[700], path[300];
+  snprintf(path, sizeof path, "%s/bad.csv", dir_out);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs("target,sm_count,device,key,bucket,instance,median_us,p20_us,p80_us,err,runner_up,runner_up_us,fa8_commit,cuda,driver,date\n"
+        "cpu,1,x,fa8_fwd_e4m3_d64v64_gqa_full,s256_bh4,fa8_fwd_cpu_e4m3_d64v64_gqa_full_m64n64_w1s1,fast,,,,,,,,,\n", f);
+  fclose(f);
+  snprintf(args, sizeof args, "list --tuned --hdim 64 --overlay '%s'", path);
+  int rc = fa8_cmd(out, sizeof out, args);
+  cr_expect_eq(rc, 2, "%s", out);
+  cr_expect(strstr(out, "bad.csv:2") && strstr(out, "median_us 'fast'"), "%s", out);
+  snprintf(args, sizeof args, "list --tuned --hdim 64");
+  char env_cmd[1600];
+  snprintf(env_cmd, sizeof env_cmd, "FA8_TUNED_TABLE='%s' '%s' %s 2>&1", path, getenv("FA8_EXE"), args);
+  FILE *p = popen(env_cmd, "r");
+  cr_assert(p);
+  size_t len = fread(out, 1, sizeof out - 1, p);
+  out[len] = '\0';
+  const int st = pclose(p);
+  cr_expect(WIFEXITED(st) && WEXITSTATUS(st) != 0, "FA8_TUNED_TABLE with a bad file was accepted: %s", out);
+  cr_expect(strstr(out, "FA8_TUNED_TABLE") && strstr(out, "bad.csv:2"), "%s", out);
+  const char *cases[][2] = { { "tune --backend cpu --causal maybe", "maybe" }, { "tune --backend cpu --dirs up", "up" },
+                             { "tune --backend cpu --seqlen 0", "--seqlen" }, { "tune --backend cpu --heads 6 --kv-heads 4", "--kv-heads" },
+                             { "tune --backend cpu --delta fresh", "fresh" }, { "tune --hdim 12x --backend cpu", "12x" } };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    rc = fa8_cmd(out, sizeof out, cases[i][0]);
+    cr_expect_eq(rc, 2, "`fa8 %s` exited %d: %s", cases[i][0], rc, out);
+    cr_expect(strstr(out, cases[i][1]) != NULL, "`fa8 %s` does not name '%s': %s", cases[i][0], cases[i][1], out);
+  }
+}

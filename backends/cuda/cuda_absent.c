@@ -2,6 +2,8 @@
 #include "fa8_internal.h"
 
 const char *fa8__gpu_arch(fa8_backend be) { (void)be; return NULL; }
+int32_t fa8__gpu_sm_count(fa8_backend be) { (void)be; return 0; }
+const char *fa8__gpu_name(fa8_backend be) { (void)be; return ""; }
 fa8_status fa8__gpu_check_device(fa8_backend be) {
   return fa8__fail(FA8_ERR_UNSUPPORTED, "backend %s is not built into this fa8 (the CPU backend is)",
                    be == FA8_BACKEND_CUDA ? "cuda" : "hip");

@@ -50,6 +50,20 @@ static const props *device_props(fa8_status *st) {
   return p;
 }
 
+int32_t fa8__gpu_sm_count(fa8_backend be) {
+  (void)be;
+  fa8_status st;
+  const props *p = device_props(&st);
+  return p ? p->sms : 0;
+}
+
+const char *fa8__gpu_name(fa8_backend be) {
+  (void)be;
+  fa8_status st;
+  const props *p = device_props(&st);
+  return p ? p->name : "";
+}
+
 const char *fa8__gpu_arch(fa8_backend be) {
   if (be != FA8_BACKEND_CUDA) return NULL;
   fa8_status st;

@@ -38,6 +38,8 @@ local function add_filters(cmd)
     :target("mirror_cpu")
   cmd:option("--targets-file", "A Lua file defining more targets (repeatable).")
     :count("*"):target("targets_file")
+  cmd:option("--tuned-dir", "Tuned tables (*.csv from `fa8 tune`) to build in: their instances and lookup rows.")
+    :target("tuned_dir")
 end
 
 local function enumerate_from(args)
@@ -50,6 +52,7 @@ local function enumerate_from(args)
   if args.delta then opts.deltas = check_values("--delta", csv(args.delta), "delta") end
   if args.pipelines then opts.pipelines = check_values("--pipelines", csv(args.pipelines), "pipeline") end
   opts.mirror_cpu = args.mirror_cpu
+  if args.tuned_dir then opts.tuned_rows = require("fa8.tuned").load_dir(args.tuned_dir, emit) end
   return enumerate.run(opts), reg
 end
 

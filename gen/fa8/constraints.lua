@@ -38,10 +38,19 @@ function M.resources(cfg)
   if f.dir == "fwd" then
     r.smem_bytes = bm * qk * e + st * bn * (qk + v) * e
     if t.pipeline == "mma" then r.smem_bytes = r.smem_bytes + bm * bn * FP8 end   -- P staged for ldmatrix
-    -- consumer threads hold O (bm x v) and S (bm x bn) in FP32 registers
-    local consumers = t.pipeline == "wgmma" and (threads - 128) or threads
-    r.regs = math.ceil((bm * v + bm * bn) / math.max(consumers, 1)) + 48
-    if f.variant == "split" then r.regs = r.regs + math.ceil(bm * bn / 2 / math.max(consumers, 1)) end
+    if t.pipeline == "wgmma" then
+      -- templates/cuda/fwd_wgmma: a consumer thread holds O (v/2) and S (bn/2) in FP32, the P^ fragments
+      -- (bn/8 words; split: R^ too) and ~64 registers of addressing and softmax state (measured: 64 + 64 + 16 +
+      -- 64 = 208 fits, 232 at d128/BLOCK_N 192 spills). The budget is what setmaxnreg can give each consumer
+      -- warpgroup after the producer keeps 24: 240 for up to two, 160 for three.
+      local nc = t.warps // 4 - 1
+      r.regs = v // 2 + bn // 2 + bn // 8 + 64 + (f.variant == "split" and bn // 8 or 0)
+      r.reg_budget = math.min(240, ((65536 - 128 * 24) // (math.max(nc, 1) * 128)) // 8 * 8)
+    else
+      -- consumer threads hold O (bm x v) and S (bm x bn) in FP32 registers
+      r.regs = math.ceil((bm * v + bm * bn) / threads) + 48
+      if f.variant == "split" then r.regs = r.regs + math.ceil(bm * bn / 2 / threads) end
+    end
   else
     -- delta (matched) and bwd: Q, dO tiles (and transposes), K, V, plus dS and P staging
     r.smem_bytes = st * bm * (qk + v) * e * 2 + bn * (qk + v) * e + 2 * bm * bn * FP8 + bm * 8
@@ -164,6 +173,9 @@ M.predicates = {
     end },
   { name = "regs_fit", fn = function(cfg)
       local r = M.resources(cfg)
+      if r.reg_budget and r.regs > r.reg_budget then
+        return false, ("register estimate %d exceeds the %d a consumer warpgroup gets (setmaxnreg) on %s"):format(r.regs, r.reg_budget, cfg.target.name)
+      end
       if r.regs > cfg.target.regs_per_thread then
         return false, ("register estimate %d exceeds %d per thread on %s"):format(r.regs, cfg.target.regs_per_thread, cfg.target.name)
       end

@@ -7,6 +7,7 @@ local constraints = require("fa8.constraints")
 local profiles = require("fa8.profiles")
 local bundle = require("fa8.bundle")
 local targets = require("fa8.targets")
+local tuned = require("fa8.tuned")
 
 local M = {}
 local note_mirror, tiles_for   -- per-run helpers defined in M.run
@@ -263,6 +264,59 @@ function M.run(opts)
           end
         end
       end
+      end
+    end
+  end
+
+  -- Instances the tuned tables name (often from the tuning profile) are built too, with their parts: a
+  -- backward gets its delta preps and bundles, a GPU instance its CPU twin. Rows for targets or head
+  -- geometries this build does not cover are left out; a row naming what cannot be built is an error.
+  result.tuned = {}
+  if opts.tuned_rows then
+    local built_targets, geo_built = set_of(tnames), {}
+    for _, c in ipairs(result.instances) do
+      local f = c.functional
+      if f.dir ~= "quant" then geo_built[c.target.name .. ":" .. f.hdim_qk .. "x" .. f.hdim_v] = true end
+    end
+    local function bundle_fwd_for(c, mode)
+      local key = naming.functional_key(c)
+      for _, b in ipairs(result.bundles) do
+        if b.bwd.target == c.target and b.mode == mode and naming.functional_key(b.bwd) == key then return b.fwd end
+      end
+    end
+    local add_with_parts
+    add_with_parts = function(c, row)
+      local ok, why = constraints.check(c)
+      if not ok then
+        error(("%s:%d: instance '%s' cannot be built for %s: %s"):format(row.path, row.line, naming.encode(c), c.target.name, why), 0)
+      end
+      add(c)
+      if c.functional.dir == "bwd" then
+        for _, mode in ipairs(prof.deltas) do
+          local df = schema.copy(c.functional); df.delta = mode
+          local t = c.tuning
+          local d = add(cfg("delta", c.target, df, { t.block_m, t.block_n, t.warps, t.stages }, t.pipeline))
+          local fwd = bundle_fwd_for(c, mode)
+          if not d or not fwd then
+            error(("%s:%d: no delta prep or forward for backward '%s' (mode %s) in this build"):format(row.path, row.line, c.name, mode), 0)
+          end
+          local bd = bundle.make(fwd, d, c)
+          if not seen_bundle[bd.name] then seen_bundle[bd.name] = true; result.bundles[#result.bundles + 1] = bd end
+        end
+      end
+      if opts.mirror_cpu and c.target.backend ~= "cpu" and built_targets.cpu then
+        local cpu = targets.lookup(reg, "cpu")
+        local tw = cfg(c.functional.dir, cpu, schema.copy(c.functional), { c.tuning.block_m, c.tuning.block_n, 1, 1 }, "scalar")
+        add_with_parts(tw, row)
+      end
+    end
+    for _, row in ipairs(opts.tuned_rows) do
+      if built_targets[row.target] then
+        local c = tuned.config_of(row, reg)
+        if geo_built[row.target .. ":" .. c.functional.hdim_qk .. "x" .. c.functional.hdim_v] then
+          add_with_parts(c, row)
+          result.tuned[#result.tuned + 1] = row
+        end
       end
     end
   end

@@ -82,6 +82,18 @@ function M.desc_header(meta)
   p("  const fa8_kernel_desc *fwd, *delta, *bwd;")
   p("} fa8_bundle_desc;")
   p("")
+  p("/* A row of a tuned table (the CSV files in tune/tables): the instance `fa8 tune` chose for a target, SM count (0: any),")
+  p(" * functional key and shape bucket (seq = upper end of max(Sq, Sk), bh = of batch x heads; powers of two). */")
+  p("typedef struct fa8_tuned_row {")
+  p("  const char *target;")
+  p("  int32_t sm_count;")
+  p("  const char *key;")
+  p("  int64_t seq, bh;")
+  p("  const fa8_kernel_desc *instance;")
+  p("  double median_us;")
+  p("  const char *source;   /* file:line of the row */")
+  p("} fa8_tuned_row;")
+  p("")
   p("#endif")
   return table.concat(L, "\n") .. "\n"
 end
@@ -109,6 +121,9 @@ function M.instances_header(meta, res)
   p("extern const size_t fa8_instance_count;")
   p("extern const fa8_bundle_desc fa8_bundles[];")
   p("extern const size_t fa8_bundle_count;")
+  p("/* Sorted by (target, key, seq, bh, sm_count desc, median, instance). */")
+  p("extern const fa8_tuned_row fa8_tuned_rows[];")
+  p("extern const size_t fa8_tuned_count;")
   p("#ifdef __cplusplus")
   p("}")
   p("#endif")
@@ -141,6 +156,16 @@ function M.instances_table(meta, res)
   if #res.bundles == 0 then p("  { 0 }") end
   p("};")
   p(("const size_t fa8_bundle_count = %d;"):format(#res.bundles))
+  p("")
+  local rows = require("fa8.tuned").sorted(res.tuned or {})
+  p("const fa8_tuned_row fa8_tuned_rows[] = {")
+  for _, r in ipairs(rows) do
+    p(("  { %q, %d, %q, %d, %d, &fa8_instances[%d], %.17g, %q },"):format(r.target, r.sm_count, r.key, r.seq, r.bh,
+      index[r.instance], r.median_us, (r.source or r.path) .. ":" .. r.line))
+  end
+  if #rows == 0 then p("  { 0 }") end
+  p("};")
+  p(("const size_t fa8_tuned_count = %d;"):format(#rows))
   return table.concat(L, "\n") .. "\n"
 end
 

@@ -32,9 +32,11 @@ local tiles = {
     mma    = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 }, { 64, 32, 4, 2 } },
                bwd = { { 64, 64, 4, 1 }, { 64, 32, 8, 1 }, { 32, 32, 4, 1 }, { 64, 64, 8, 1 }, { 128, 64, 8, 1 } } },
+    -- BLOCK_N above 128 needs the softmax to keep fewer S registers live than fwd_wgmma does today (d64 x
+    -- 192 spills): not candidates yet. The register model prunes what does not fit setmaxnreg's budget.
     wgmma  = { quant = { { 64, 64, 4, 1 } },
-               fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 128, 192, 12, 2 }, { 192, 128, 16, 2 },
-                       { 128, 256, 12, 2 }, { 128, 64, 12, 3 }, { 64, 128, 8, 2 } },
+               fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 192, 128, 16, 2 }, { 128, 64, 12, 3 },
+                       { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
                bwd = {} },
     mfma   = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 64, 4, 1 }, { 128, 128, 4, 1 }, { 64, 64, 2, 1 } },

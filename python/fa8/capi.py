@@ -57,7 +57,8 @@ class BwdTensors(C.Structure):
 
 
 class DispatchNames(C.Structure):
-    _fields_ = [("fwd", C.c_char_p), ("delta", C.c_char_p), ("bwd", C.c_char_p)]
+    _fields_ = [("fwd", C.c_char_p), ("delta", C.c_char_p), ("bwd", C.c_char_p), ("fwd_why", C.c_char_p),
+                ("bwd_why", C.c_char_p)]
 
 
 def _find_library():

@@ -132,8 +132,34 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
 
 /* Names of the instances a problem dispatches to (for logs and tests); FA8_ERR_UNSUPPORTED when one of the
  * forward, delta prep or backward has no fitting instance (fa8_last_error says which and why). */
-typedef struct { const char *fwd, *delta, *bwd; } fa8_dispatch_names;
+typedef struct {
+  const char *fwd, *delta, *bwd;
+  const char *fwd_why, *bwd_why;   /* why: a tuned-table row (file:line) or the heuristic; thread-local text,
+                                      valid until this thread's next fa8_dispatch */
+} fa8_dispatch_names;
 fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out);
+
+/* Tuned tables (docs/tuning.md). Dispatch consults, in order: the overlay (a CSV table from `fa8 tune`,
+ * loaded by this call or from the file named by the environment variable FA8_TUNED_TABLE at the first
+ * dispatch), the table compiled into the build, then the heuristic. Overlay rows must name instances this
+ * build contains; a malformed file is refused with file:line. path NULL drops the overlay. */
+fa8_status fa8_tuning_overlay(const char *path);
+/* on = 0: ignore every tuned table (the heuristic alone; `fa8 tune` measures its gain against this). */
+void fa8_tuning_enable(int on);
+
+/* For autotuners. The instances of this build that can run problem p, in dispatch order: forward instances
+ * (backward = 0) or backward bundles for p->delta (backward = 1), each forcible through p->instance. Up to
+ * max names go to names[]; *count gets how many fit in all. */
+fa8_status fa8_candidates(const fa8_problem *p, int backward, const char **names, int max, int *count);
+/* The functional key of an instance or bundle name ("fa8_fwd_e4m3_d128v128_gqa_full"), and for a bundle
+ * its backward instance; NULL when the name is not in this build. */
+const char *fa8_instance_key(const char *name);
+const char *fa8_bundle_backward(const char *bundle);
+/* The target name tables use for a backend on this machine ("sm_90a", "cpu"), its SM (or thread) count for
+ * p->num_threads, and the device name. FA8_ERR_UNSUPPORTED without a device. */
+fa8_status fa8_device_info(const fa8_problem *p, const char **target, int32_t *sm_count, const char **name);
+/* The generator hash of this build's kernels (changes whenever a template or the model does). */
+const char *fa8_generator_hash(void);
 
 #ifdef __cplusplus
 }

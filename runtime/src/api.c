@@ -359,8 +359,13 @@ fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out) {
   FA8_TRY(fa8__require(p, &fit, FA8_DIR_FWD, plan.fwd));
   FA8_TRY(fa8__require(p, &fit, FA8_DIR_BWD, plan.bwd));
   FA8_TRY(fa8__require(p, &fit, FA8_DIR_DELTA, plan.delta));
+  static _Thread_local char fwd_why[sizeof plan.fwd_why], bwd_why[sizeof plan.bwd_why];
+  memcpy(fwd_why, plan.fwd_why, sizeof fwd_why);
+  memcpy(bwd_why, plan.bwd_why, sizeof bwd_why);
   out->fwd = plan.fwd ? plan.fwd->name : NULL;
   out->delta = plan.delta ? plan.delta->name : NULL;
   out->bwd = plan.bwd ? plan.bwd->name : NULL;
+  out->fwd_why = fwd_why;
+  out->bwd_why = bwd_why;
   return FA8_OK;
 }

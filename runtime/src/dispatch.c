@@ -70,6 +70,10 @@ static const char *misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_di
   return misfit_r(d, p, dir, fit, NULL, NULL, 0);
 }
 
+const char *fa8__misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const fa8__fit *fit) {
+  return misfit(d, p, dir, fit);
+}
+
 static const char *dir_name(fa8_dir d) {
   return d == FA8_DIR_FWD ? "forward" : d == FA8_DIR_DELTA ? "delta" : d == FA8_DIR_BWD ? "backward" : "quantize";
 }
@@ -137,10 +141,20 @@ fa8_status fa8__plan_attention(const fa8_problem *p, const fa8__fit *fit, fa8__p
   memset(out, 0, sizeof *out);
   if (p->instance) {
     FA8_TRY(forced(p, fit, out));
+    snprintf(out->fwd_why, sizeof out->fwd_why, "forced: problem.instance = %s", p->instance);
+    snprintf(out->bwd_why, sizeof out->bwd_why, "forced: problem.instance = %s", p->instance);
     if (out->bwd) return FA8_OK;
+    snprintf(out->bwd_why, sizeof out->bwd_why, "heuristic");
   }
-  if (!out->fwd) out->fwd = first_fit(p, FA8_DIR_FWD, fit);
-  out->bwd = first_fit(p, FA8_DIR_BWD, fit);
+  fa8_status st = FA8_OK;
+  if (!out->fwd) {
+    out->fwd = fa8__tuned_pick(p, fit, FA8_DIR_FWD, out->fwd_why, sizeof out->fwd_why, &st);
+    if (st != FA8_OK) return st;
+    if (!out->fwd) out->fwd = first_fit(p, FA8_DIR_FWD, fit);
+  }
+  out->bwd = fa8__tuned_pick(p, fit, FA8_DIR_BWD, out->bwd_why, sizeof out->bwd_why, &st);
+  if (st != FA8_OK) return st;
+  if (!out->bwd) out->bwd = first_fit(p, FA8_DIR_BWD, fit);
   /* the delta prep comes from the bundle of the chosen backward, so their conventions match */
   for (size_t i = 0; out->bwd && i < fa8_bundle_count; ++i)
     if (fa8_bundles[i].bwd == out->bwd && fa8_bundles[i].mode == p->delta) { out->delta = fa8_bundles[i].delta; break; }

@@ -27,6 +27,7 @@ int64_t fa8__nblocks(int64_t S, int32_t scale_rows);
 /* dispatch.c */
 typedef struct {
   const fa8_kernel_desc *fwd, *delta, *bwd;
+  char fwd_why[400], bwd_why[400];   /* how each was chosen */
 } fa8__plan;
 /* What decides the fit beyond the problem: scale_rows of q, k, v, dO and whether the FP8 operands can be read
  * through TMA tensor maps (16-byte aligned bases and byte strides, transposed copies present). */
@@ -36,12 +37,35 @@ typedef struct {
 } fa8__fit;
 fa8_status fa8__plan_attention(const fa8_problem *p, const fa8__fit *fit, fa8__plan *out);
 fa8_status fa8__require(const fa8_problem *p, const fa8__fit *fit, fa8_dir dir, const fa8_kernel_desc *d);
+const char *fa8__misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const fa8__fit *fit);
+
+/* tuned.c: the tuned-table lookup. Returns the instance the tables choose for (problem, dir), or NULL (then
+ * the heuristic applies); `why` gets the reason either way. *st is set when an overlay file failed to load. */
+const fa8_kernel_desc *fa8__tuned_pick(const fa8_problem *p, const fa8__fit *fit, fa8_dir dir, char *why, size_t n,
+                                       fa8_status *st);
+/* Parse a tuned table's text (the CSV `fa8 tune` writes) into heap rows; errors name source:line. */
+typedef struct {
+  char target[32], key[128], source[320];
+  int32_t sm_count;
+  int64_t seq, bh;
+  const fa8_kernel_desc *instance;
+  double median_us;
+} fa8__trow;
+typedef const fa8_kernel_desc *(*fa8__find_fn)(const char *name);
+fa8_status fa8__tuned_parse(const char *text, size_t len, const char *source, fa8__find_fn find, fa8__trow **rows,
+                            size_t *count);
+/* The lookup policy on explicit rows (overlay first, then table), for tests; NULL: the heuristic. */
+const fa8_kernel_desc *fa8__tuned_select(const fa8__trow *overlay_rows, size_t n_overlay, const fa8__trow *table_rows,
+                                         size_t n_table, const fa8_problem *p, const fa8__fit *fit, fa8_dir dir,
+                                         const char *arch, int32_t sm, char *why, size_t n);
 const fa8_kernel_desc *fa8__find_quant(fa8_backend be, fa8_fmt fmt, int32_t hdim, fa8_intype in, fa8_status *st);
 
 /* backends */
 fa8_status fa8__cpu_run(const fa8_kernel_desc *d, const void *args, int32_t num_threads);
 /* GPU hooks (backends/cuda/cuda_backend.c, or cuda_absent.c when not built) */
 const char *fa8__gpu_arch(fa8_backend be);          /* fa8 target of the current device ("sm_90a"), or NULL */
+int32_t fa8__gpu_sm_count(fa8_backend be);          /* multiprocessors of the current device (0: none) */
+const char *fa8__gpu_name(fa8_backend be);          /* its name ("" when none) */
 fa8_status fa8__gpu_check_device(fa8_backend be);   /* is there a device with kernels in this build? */
 fa8_status fa8__gpu_run(const fa8_kernel_desc *d, const void *args, void *stream);
 fa8_status fa8__gpu_memset(void *p, size_t n, void *stream);
