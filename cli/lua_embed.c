@@ -1,7 +1,11 @@
 /* `fa8 gen|list|targets|decode`: run the Lua generator inside this process, so users need no Lua
- * interpreter on PATH. The generator's root is FA8_ROOT (env) or the one compiled in. */
+ * interpreter on PATH. The generator's root is FA8_ROOT (env); else, for the installed executable, the
+ * install's share/fa8; else the source tree compiled in. */
+#define _XOPEN_SOURCE 700   /* realpath */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <lauxlib.h>
 #include <lua.h>
 #include <lualib.h>
@@ -10,10 +14,27 @@
 #ifndef FA8_DEFAULT_ROOT
 #define FA8_DEFAULT_ROOT "."
 #endif
+#ifndef FA8_INSTALL_ROOT
+#define FA8_INSTALL_ROOT ""
+#endif
+#ifndef FA8_INSTALL_BIN
+#define FA8_INSTALL_BIN ""
+#endif
+
+/* Is this process the installed executable (meson install copies the same binary)? */
+static int running_installed(void) {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return 0;
+  self[n] = '\0';
+  char inst[4096];
+  if (!realpath(FA8_INSTALL_BIN, inst)) return 0;
+  return strcmp(self, inst) == 0;
+}
 
 int cli_lua(int argc, char **argv) {
   const char *root = getenv("FA8_ROOT");
-  if (!root || !*root) root = FA8_DEFAULT_ROOT;
+  if (!root || !*root) root = running_installed() ? FA8_INSTALL_ROOT : FA8_DEFAULT_ROOT;
   char main_lua[4096];
   snprintf(main_lua, sizeof main_lua, "%s/gen/main.lua", root);
   lua_State *L = luaL_newstate();

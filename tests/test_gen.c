@@ -847,8 +847,8 @@ Test(gen, bad_input_exits_2) {
 
 /* =================================================================================================== */
 /* 9. A generated directory is a self-contained bundle: every head geometry, profile default, builds with
- *    its own Makefile into libfa8_kernels.a defining every instance; manifest.json describes exactly the
- *    instances the enumerator selects. */
+ *    its own Makefile into libfa8.a (the runtime API over exactly these instances, and the instances);
+ *    manifest.json describes exactly the instances the enumerator selects (test-only formats left out). */
 
 Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
     const char *out = tmp_path("bundle");
@@ -856,7 +856,8 @@ Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
     cr_assert_eq(p.code, 0, "%s", p.err);
     static const char *required[] = {"README.md", "Makefile", "meson.build", "manifest.json", "fa8_desc.h",
                                      "fa8_instances.h", "fa8_instances.c", "fa8_fp8.h", "fa8_types.h",
-                                     "fa8_kernel_abi.h", "fa8_cpu_tile.h"};
+                                     "fa8_kernel_abi.h", "fa8_cpu_tile.h", "fa8.h", "api.c", "dispatch.c",
+                                     "tuned.c", "cpu_exec.c", "cuda_absent.c"};
     for (size_t i = 0; i < sizeof required / sizeof *required; ++i) {
         char f[1024];
         snprintf(f, sizeof f, "%s/%s", out, required[i]);
@@ -871,7 +872,7 @@ Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
         "local dir = TMP .. '/bundle'\n"
         "local m, _, err = json.decode(read(dir .. '/manifest.json'))\n"
         "assert(m, 'manifest.json does not parse: ' .. tostring(err))\n"
-        "local res = enumerate.run({ registry = reg, profile = 'default', targets = { 'cpu' },\n"
+        "local res = enumerate.run({ registry = reg, profile = 'default', targets = { 'cpu' }, no_test_formats = true,\n"
         "  hdims = enumerate.parse_hdims('64,96,128,192,256,192x128') })\n"
         "assert(#m.instances == #res.instances, ('manifest lists %d instances, enumerator %d'):format(#m.instances, #res.instances))\n"
         "local geos = {}\n"
@@ -879,6 +880,7 @@ Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
         "  local e = m.instances[i]\n"
         "  assert(e.name == c.name, ('instance %d: manifest %s, enumerator %s'):format(i, e.name, c.name))\n"
         "  assert(e.target == 'cpu' and e.key == c.key, e.name)\n"
+        "  assert(e.functional.fmt ~= 'f32', 'a test-only f32 instance in a user bundle: ' .. e.name)\n"
         "  assert(type(e.functional) == 'table' and type(e.tuning) == 'table', e.name .. ' lacks functional/tuning')\n"
         "  for k, v in pairs(c.functional) do assert(e.functional[k] == v, e.name .. ' functional.' .. k) end\n"
         "  for _, k in ipairs(schema.tuning_fields) do assert(e.tuning[k] == c.tuning[k], e.name .. ' tuning.' .. k) end\n"
@@ -903,8 +905,8 @@ Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
         "end\n"
         "assert(n == #m.files, ('manifest.files has %d entries, directory %d files'):format(#m.files, n))\n"
         "-- support headers are verbatim copies\n"
-        "for _, s in ipairs({ 'runtime/include/fa8_fp8.h', 'runtime/include/fa8_types.h',\n"
-        "    'runtime/include/fa8_kernel_abi.h', 'templates/cpu/fa8_cpu_tile.h' }) do\n"
+        "for _, s in ipairs({ 'runtime/include/fa8_fp8.h', 'runtime/include/fa8_types.h', 'runtime/include/fa8.h',\n"
+        "    'runtime/include/fa8_kernel_abi.h', 'templates/cpu/fa8_cpu_tile.h', 'runtime/src/dispatch.c' }) do\n"
         "  assert(read(ROOT .. '/' .. s) == read(dir .. '/' .. s:match('[^/]+$')), s .. ' copy differs')\n"
         "end\n");
     /* CFLAGS on the command line, as users do: the bundle's FA8_CFLAGS (-std=c11 -ffp-contract=off) must
@@ -915,21 +917,24 @@ Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
     cr_assert_eq(rc, 0, "make failed (%d):\n%.4000s", rc, text ? text : "");
     cr_assert(strstr(text, "-ffp-contract=off") && strstr(text, "-std=c11"), "compiled without the bundle's flags:\n%.2000s", text);
     char lib[1024];
-    snprintf(lib, sizeof lib, "%s/libfa8_kernels.a", out);
+    snprintf(lib, sizeof lib, "%s/libfa8.a", out);
     struct stat st;
-    cr_assert(stat(lib, &st) == 0 && st.st_size > 0, "no libfa8_kernels.a");
+    cr_assert(stat(lib, &st) == 0 && st.st_size > 0, "no libfa8.a");
     /* the archive defines every instance's entry points and the descriptor table */
     LUA_OK(
         "local dir = TMP .. '/bundle'\n"
         "local syms = {}\n"
-        "local p = assert(io.popen('nm -g --defined-only ' .. q(dir .. '/libfa8_kernels.a')))\n"
+        "local p = assert(io.popen('nm -g --defined-only ' .. q(dir .. '/libfa8.a')))\n"
         "for line in p:lines() do local s = line:match(' [TDRB] ([%w_]+)$'); if s then syms[s] = true end end\n"
         "p:close()\n"
         "local m = require('dkjson').decode(read(dir .. '/manifest.json'))\n"
         "for _, e in ipairs(m.instances) do\n"
-        "  assert(syms[e.name] and syms[e.name .. '_items'], 'libfa8_kernels.a does not define ' .. e.name)\n"
+        "  assert(syms[e.name] and syms[e.name .. '_items'], 'libfa8.a does not define ' .. e.name)\n"
         "end\n"
-        "assert(syms.fa8_instances and syms.fa8_instance_count and syms.fa8_bundles, 'no descriptor table')\n");
+        "assert(syms.fa8_instances and syms.fa8_instance_count and syms.fa8_bundles and syms.fa8_tuned_rows, 'no descriptor table')\n"
+        "for _, f in ipairs({ 'fa8_quantize', 'fa8_forward', 'fa8_backward', 'fa8_dispatch', 'fa8_tuning_overlay' }) do\n"
+        "  assert(syms[f], 'libfa8.a lacks the API function ' .. f)\n"
+        "end\n");
 }
 
 /* =================================================================================================== */

@@ -52,7 +52,12 @@ local function enumerate_from(args)
   if args.delta then opts.deltas = check_values("--delta", csv(args.delta), "delta") end
   if args.pipelines then opts.pipelines = check_values("--pipelines", csv(args.pipelines), "pipeline") end
   opts.mirror_cpu = args.mirror_cpu
-  if args.tuned_dir then opts.tuned_rows = require("fa8.tuned").load_dir(args.tuned_dir, emit) end
+  -- a user bundle carries what consumers run, not fa8's test-only f32 (quantization off) instances
+  opts.no_test_formats = args.command == "gen" and not args.no_bundle_files
+  -- tuned tables: --tuned-dir, else the ones shipped with fa8 (tune/tables), so bundles carry the rows that apply
+  local tdir = args.tuned_dir
+  if not tdir and require("pl.path").isdir(emit.root .. "/tune/tables") then tdir = emit.root .. "/tune/tables" end
+  if tdir then opts.tuned_rows = require("fa8.tuned").load_dir(tdir, emit) end
   return enumerate.run(opts), reg
 end
 

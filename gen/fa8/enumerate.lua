@@ -101,7 +101,8 @@ local function sort_key(c)
 end
 
 -- opts: profile, targets (list of names), hdims (list of pairs), layouts, deltas, kernels (glob), registry,
---       pipelines (list), mirror_cpu (bool)
+--       pipelines (list), mirror_cpu (bool), no_test_formats (bool: leave out the test-only f32 instances),
+--       tuned_rows (from fa8.tuned)
 function M.run(opts)
   local reg = opts.registry or targets.registry()
   local pname = opts.profile or "default"
@@ -165,7 +166,7 @@ function M.run(opts)
     local qkv_fmts, grad_fmts = profiles.formats(prof, tg)
     local fmt_list = {}
     for _, f in ipairs(qkv_fmts) do fmt_list[#fmt_list + 1] = { f, grad_fmts } end
-    if prof.test_f32 and tg.backend == "cpu" then fmt_list[#fmt_list + 1] = { "f32", { "f32" }, test = true } end
+    if prof.test_f32 and tg.backend == "cpu" and not opts.no_test_formats then fmt_list[#fmt_list + 1] = { "f32", { "f32" }, test = true } end
     for _, pipe in ipairs(tg.pipelines) do
       if not want_pipes or want_pipes[pipe] then
       -- quantizer: one per (format, head dim, input type)

@@ -9,6 +9,13 @@ local schema = require("fa8.schema")
 local M = {}
 
 -- backend -> source extension and the support files a bundle carries (relative to the fa8 root)
+-- What every bundle carries besides the kernels: the public header and the runtime (validation, dispatch
+-- restricted to the bundle's instances by construction, tuned-table lookup, CPU thread pool). The CUDA host
+-- side joins when the bundle has CUDA instances; otherwise its stub.
+M.runtime_files = { "runtime/include/fa8.h", "runtime/src/fa8_internal.h", "runtime/src/api.c",
+  "runtime/src/dispatch.c", "runtime/src/status.c", "runtime/src/tuned.c", "runtime/src/tuned_parse.c",
+  "runtime/src/validate.c", "backends/cpu/cpu_exec.c" }
+
 M.backends = {
   cpu = { ext = "c", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
     "runtime/include/fa8_kernel_abi.h", "templates/cpu/fa8_cpu_tile.h" } },
@@ -108,9 +115,24 @@ function M.run(res, opts, meta)
     end
   end
   if opts.bundle_files then
-    local sources = {}
-    for _, name in ipairs(files) do if name:match("%.c$") or name:match("%.cu$") then sources[#sources + 1] = name end end
-    local env = { sources = sources, meta = meta, res = res, count = #res.instances }
+    for _, s in ipairs(M.runtime_files) do put(path.basename(s), emit.read_file(emit.root .. "/" .. s)) end
+    local gpu = used.cuda and "backends/cuda/cuda_backend.c" or "backends/cuda/cuda_absent.c"
+    put(path.basename(gpu), emit.read_file(emit.root .. "/" .. gpu))
+    -- C sources, and CUDA sources grouped by target (each compiled for its own architecture)
+    local sources, cuda, cuda_targets = {}, {}, {}
+    for _, name in ipairs(files) do if name:match("%.c$") then sources[#sources + 1] = name end end
+    table.sort(sources)
+    for _, c in ipairs(res.instances) do
+      if c.target.backend == "cuda" then
+        local arch = c.target.arch
+        if not cuda[arch] then cuda[arch] = {}; cuda_targets[#cuda_targets + 1] = arch end
+        table.insert(cuda[arch], M.instance_file(c))
+      end
+    end
+    table.sort(cuda_targets)
+    for _, a in ipairs(cuda_targets) do table.sort(cuda[a]) end
+    local env = { sources = sources, cuda = cuda, cuda_targets = cuda_targets, meta = meta, res = res,
+                  count = #res.instances, has_cuda = #cuda_targets > 0 }
     put("README.md", emit.expand("bundle/README.md.tpl", env, { no_line = true }))
     put("Makefile", emit.expand("bundle/Makefile.tpl", env, { no_line = true }))
     put("meson.build", emit.expand("bundle/meson.build.tpl", env, { no_line = true }))
