@@ -1152,3 +1152,28 @@ Test(gen, tuned_tables_at_build_time) {
         "local s = tuned.sorted(tuned.parse('t.csv', H .. row(FWD) .. row(BWD) .. row(with(FWD, 5, 's256_bh8'))))\n"
         "assert(s[1].key:find('bwd') and s[2].seq == 256 and s[3].seq == 1024)\n");
 }
+
+/* A bundle with CUDA targets: the CUDA host side instead of its stub, one nvcc rule per architecture that
+ * lists exactly that architecture's sources, every file once. (CI compiles it through the main build's
+ * templates; tools/examples links the CPU bundle.) */
+Test(gen, cuda_bundle_build_files) {
+    LUA_OK(
+        "local dir = TMP .. '/cb'\n"
+        "local out, code = run('gen --target cpu,sm_90a,sm_89 --hdim 64 --profile minimal --out ' .. q(dir))\n"
+        "assert(code == 0, out)\n"
+        "local m = require('dkjson').decode(read(dir .. '/manifest.json'))\n"
+        "local seen = {}\n"
+        "for _, f in ipairs(m.files) do assert(not seen[f], f .. ' listed twice'); seen[f] = true end\n"
+        "assert(seen['cuda_backend.c'] and not seen['cuda_absent.c'], 'a CUDA bundle carries the CUDA host side')\n"
+        "local mk = read(dir .. '/Makefile')\n"
+        "assert(has(mk, '-gencode=arch=compute_90a,code=sm_90a') and has(mk, '-gencode=arch=compute_89,code=sm_89'))\n"
+        "for _, e in ipairs(m.instances) do\n"
+        "  if e.target ~= 'cpu' then\n"
+        "    local tag = e.target:gsub('_', '')\n"
+        "    local block = mk:match('CU_' .. tag .. ' = \\\\\\n(.-)\\nCU_OBJS')\n"
+        "    assert(block and has(block, e.name .. '.cu'), e.name .. ' is not in the ' .. tag .. ' rule')\n"
+        "  end\n"
+        "end\n"
+        "local mb = read(dir .. '/meson.build')\n"
+        "assert(has(mb, \"find_program('nvcc'\") and has(mb, 'compute_90a,code=sm_90a'), 'meson.build lacks the nvcc rules')\n");
+}

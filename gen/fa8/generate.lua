@@ -94,7 +94,10 @@ function M.run(res, opts, meta)
     if not ok then error(("--out %s: cannot create directory: %s"):format(out, tostring(err)), 0) end
   end
   local files = {}
-  local function put(name, content)
+  local put_seen = {}
+  local function put(name, content)   -- support files shared by backends are written once
+    if put_seen[name] then return end
+    put_seen[name] = true
     emit.write(out, name, content)
     files[#files + 1] = name
   end
