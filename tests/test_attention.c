@@ -466,6 +466,9 @@ ParameterizedTestParameters(attention, lse_delta) { return cr_make_param_array(g
 #define DOT_RTOL 2e-6
 
 ParameterizedTest(geom *g, attention, lse_delta, .timeout = 300) {
+  /* the LSE identity below holds for forwards with the same tiles; a tuned table built in (tools/test's ASan
+   * build has one) may give the split forward, a key of its own, other tiles than the standard one */
+  fa8_tuning_enable(0);
   problem pr;
   setup(&pr, g, seed_for(g, 7), 1, 0);
   const h_data *d = &pr.d;
@@ -757,6 +760,7 @@ static geom SPLITG[] = {
 ParameterizedTestParameters(attention, split_forward) { return cr_make_param_array(geom, SPLITG, sizeof SPLITG / sizeof SPLITG[0]); }
 
 ParameterizedTest(geom *g, attention, split_forward, .timeout = 300) {
+  fa8_tuning_enable(0);   /* same tiles for both variants (see lse_delta) */
   problem pr;
   setup(&pr, g, seed_for(g, 6), 1, 0);
   const h_data *d = &pr.d;
