@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include "gpu_mem.h"
 #include "harness.h"
 
@@ -362,4 +363,53 @@ Test(gpu, refuses_missing_transposed_copy) {
   cr_expect_eq(st, FA8_ERR_NULL_POINTER, "missing v.data_t gave status %d", (int)st);
   cr_expect(strstr(fa8_last_error(), "v.data_t") != NULL, "%s", fa8_last_error());
   h_free(&d);
+}
+
+/* The autotuner on the GPU, end to end on a small sweep: every candidate checked and timed with events, a
+ * table and a report written, the second run served from the cache, and the runtime using the table. */
+Test(gpu, tuner_end_to_end, .timeout = 600) {
+  require_gpu();
+  char dir[] = "/tmp/fa8_gpu_tune_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  const char *exe = getenv("FA8_EXE");
+  cr_assert(exe, "FA8_EXE is not set (run through meson test)");
+  char cmd[2048], out[65536];
+  for (int pass = 0; pass < 2; ++pass) {
+    snprintf(cmd, sizeof cmd, "'%s' tune --backend cuda --hdim 64,128 --seqlen 2048 --heads 16 --kv-heads 4 --causal no "
+             "--reps 5 --cache '%s/c.tsv' --out '%s/t.csv' 2>&1", exe, dir, dir);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    const int st = pclose(p);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fa8 tune failed:\n%s", out);
+    fprintf(stderr, "[gpu-tune] pass %d:\n%s", pass, out);
+    if (pass == 1) cr_expect(strstr(out, "(0 measured now,") != NULL, "the second run measured again:\n%s", out);
+  }
+  snprintf(cmd, sizeof cmd, "%s/t.csv", dir);
+  FILE *f = fopen(cmd, "r");
+  cr_assert(f);
+  char line[2048];
+  int rows = 0;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "sm_", 3)) {
+      ++rows;
+      cr_expect(strstr(line, ",s2048_bh16,") != NULL, "%s", line);
+    }
+  fclose(f);
+  cr_expect_eq(rows, 4, "d64 and d128, forward and backward: %d rows", rows);
+  /* the runtime picks what the table says, as an overlay */
+  snprintf(cmd, sizeof cmd, "%s/t.csv", dir);
+  cr_assert_eq(fa8_tuning_overlay(cmd), FA8_OK, "%s", fa8_last_error());
+  fa8_problem p;
+  fa8_problem_init(&p);
+  p.backend = FA8_BACKEND_CUDA;
+  p.batch = 1; p.heads = 16; p.kv_heads = 4; p.seqlen_q = p.seqlen_k = 2048; p.hdim_qk = p.hdim_v = 128;
+  fa8_dispatch_names nm;
+  cr_assert_eq(fa8_dispatch(&p, &nm), FA8_OK, "%s", fa8_last_error());
+  cr_expect(strstr(nm.fwd_why, "tuned (overlay): exact row") != NULL, "%s", nm.fwd_why);
+  cr_expect(strstr(nm.bwd_why, "tuned (overlay): exact row") != NULL, "%s", nm.bwd_why);
+  fa8_tuning_overlay(NULL);
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
 }
