@@ -23,28 +23,6 @@ static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
-double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {
-  for (int i = 0; i < warmup; ++i) if (fn(ctx)) return -1;
-  if (cudaDeviceSynchronize() != cudaSuccess || reps < 1) return -1;
-  double *t = malloc(sizeof(double) * (size_t)reps);
-  cudaEvent_t a, b;
-  if (!t || cudaEventCreate(&a) != cudaSuccess || cudaEventCreate(&b) != cudaSuccess) { free(t); return -1; }
-  int bad = 0;
-  for (int i = 0; i < reps && !bad; ++i) {
-    float ms = 0;
-    cudaEventRecord(a, 0);
-    bad = fn(ctx);
-    cudaEventRecord(b, 0);
-    bad = bad || cudaEventSynchronize(b) != cudaSuccess || cudaEventElapsedTime(&ms, a, b) != cudaSuccess;
-    t[i] = ms;
-  }
-  cudaEventDestroy(a); cudaEventDestroy(b);
-  qsort(t, (size_t)reps, sizeof(double), cmp_double);
-  const double med = bad ? -1 : t[reps / 2];
-  free(t);
-  return med;
-}
-
 /* All `reps` timings (ms, sorted ascending) of fn(ctx) after `warmup` runs, by device events. 0 ok. */
 int h_gpu_times_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps, double *out) {
   for (int i = 0; i < warmup; ++i) if (fn(ctx)) return -1;
@@ -72,4 +50,13 @@ void h_gpu_versions(char *cuda, size_t n1, char *driver, size_t n2) {
   cudaDriverGetVersion(&d);
   snprintf(cuda, n1, "%d.%d", r / 1000, (r % 1000) / 10);
   snprintf(driver, n2, "%d.%d", d / 1000, (d % 1000) / 10);   /* the CUDA version the driver supports */
+}
+
+double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {
+  if (reps < 1) return -1;
+  double *t = malloc(sizeof(double) * (size_t)reps);
+  if (!t) return -1;
+  const double med = h_gpu_times_ms(fn, ctx, warmup, reps, t) ? -1 : t[reps / 2];
+  free(t);
+  return med;
 }

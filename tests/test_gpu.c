@@ -109,21 +109,26 @@ static void require_gpu(void) {
   if (h_gpu_count() == 0) cr_skip_test("no CUDA device here (or fa8 built without CUDA): GPU suite skipped");
 }
 
-static void run_geom(const geom *g, uint64_t seed) {
-  require_gpu();
+/* The same problem on the GPU (d) and the CPU (c): same inputs, both quantized */
+static void problem_pair(const geom *g, uint64_t seed, h_data *d, h_data *c) {
   h_config cg = config(g, FA8_BACKEND_CUDA), cc = config(g, FA8_BACKEND_CPU);
-  h_data d, c;
-  cr_assert_eq(h_alloc(&d, &cg), 0, "%s: GPU allocation failed", g->name);
-  cr_assert_eq(h_alloc(&c, &cc), 0, "%s: allocation failed", g->name);
+  cr_assert_eq(h_alloc(d, &cg), 0, "%s: GPU allocation failed", g->name);
+  cr_assert_eq(h_alloc(c, &cc), 0, "%s: allocation failed", g->name);
   h_inputs in;
   h_inputs_default(&in);
   in.seed = seed;
-  h_fill(&d, &in);
-  h_fill(&c, &in);
+  h_fill(d, &in);
+  h_fill(c, &in);
   fprintf(stderr, "[gpu] %s: quantize\n", g->name);
-  fa8_status st = h_quantize(&d);
-  cr_assert_eq(st, FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
-  cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
+  cr_assert_eq(h_quantize(d), FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
+  cr_assert_eq(h_quantize(c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
+}
+
+static void run_geom(const geom *g, uint64_t seed) {
+  require_gpu();
+  h_data d, c;
+  problem_pair(g, seed, &d, &c);
+  fa8_status st;
   /* the quantizer is bit-identical */
   cr_assert(memcmp(d.q8, c.q8, (size_t)d.nq) == 0 && memcmp(d.k8, c.k8, (size_t)d.nk) == 0 &&
             memcmp(d.v8, c.v8, (size_t)d.nv) == 0 && memcmp(d.do8, c.do8, (size_t)d.no) == 0,
@@ -246,17 +251,8 @@ static double max_abs_vs_ref(const float *x, const double *ref, int64_t n, doubl
  * ~2^-12, so its O error is set by those logit errors (measured 1.5e-3..5.5e-3, the CPU's 2.5e-4): it must
  * stay below 0.6x the standard forward's error on the same GPU (measured <= 0.45x). */
 static void run_forward_geom(const geom *g, uint64_t seed) {
-  h_config cg = config(g, FA8_BACKEND_CUDA), cc = config(g, FA8_BACKEND_CPU);
   h_data d, c;
-  cr_assert_eq(h_alloc(&d, &cg), 0, "%s: GPU allocation failed", g->name);
-  cr_assert_eq(h_alloc(&c, &cc), 0, "%s: allocation failed", g->name);
-  h_inputs in;
-  h_inputs_default(&in);
-  in.seed = seed;
-  h_fill(&d, &in);
-  h_fill(&c, &in);
-  cr_assert_eq(h_quantize(&d), FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
-  cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
+  problem_pair(g, seed, &d, &c);
   h_ref ref;
   cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
   double std_err_gpu = 0;
