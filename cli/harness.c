@@ -290,6 +290,8 @@ int h_reference(const h_data *d, int emulate, h_ref *r) {
   rp.q = d->qh; rp.k = d->kh; rp.v = d->vh; rp.dout = d->doh;
   rp.emulate = emulate;
   rp.ds_fmt = d->cfg.quantize_off ? FA8_FMT_F32 : p->fmt_grad;
+  rp.p_fmt = fa8_p_format(p->fmt_qkv);
+  rp.p_scale_log2 = fa8_p_scale_log2(p->fmt_qkv);
   /* the emulated reference casts dS per tile: use the dispatched backward's tile */
   rp.block_m = rp.block_n = 64;
   fa8_problem pp = *p;

@@ -37,6 +37,7 @@ typedef struct {
   int B, H, Hkv, Sq, Sk, dqk, dv, causal;
   fa8_fmt grad;                /* format of dO and dS */
   int scale_rows;              /* quantizer block rows (multiples of 64, or 0 = per-tensor) */
+  fa8_fmt qkv;                 /* format of Q, K, V (E4M3 when left out); FNUZ ones bring P's FNUZ convention */
 } geom;
 
 #define E4 FA8_FMT_E4M3
@@ -48,30 +49,33 @@ typedef struct {
  * rows and per-tensor. */
 static geom GEOMS[] = {
   /* name                          B  H  Hkv  Sq     Sk     dqk  dv  causal grad scale_rows */
-  { "d64 mha causal 256",          1, 2, 2,   256,   256,   64,  64,  1, E4, 128 },
-  { "d64 mqa full 77x130",         1, 4, 1,   77,    130,   64,  64,  0, E4, 128 },
-  { "d64 gqa causal 1x1",          1, 4, 2,   1,     1,     64,  64,  1, E4, 128 },
-  { "d96 gqa causal 130 b2",       2, 4, 2,   130,   130,   96,  96,  1, E4, 64 },
-  { "d96 mha causal 130x77",       1, 2, 2,   130,   77,    96,  96,  1, E4, 128 },
-  { "d128 gqa full 200 e5m2",      1, 4, 2,   200,   200,   128, 128, 0, E5, 128 },
-  { "d128 mqa causal 77x130 e5m2", 1, 4, 1,   77,    130,   128, 128, 1, E5, 0 },
-  { "d128 mha causal 1x300",       1, 2, 2,   1,     300,   128, 128, 1, E4, 128 },
-  { "d128 gqa causal 300x1",       1, 4, 2,   300,   1,     128, 128, 1, E4, 128 },
-  { "d192 mha causal 129",         1, 2, 2,   129,   129,   192, 192, 1, E4, 64 },
-  { "d192 mqa full 130x77",        1, 3, 1,   130,   77,    192, 192, 0, E4, 128 },
-  { "d256 gqa causal 77",          1, 4, 2,   77,    77,    256, 256, 1, E4, 128 },
-  { "d256 mha full 1x64",          1, 2, 2,   1,     64,    256, 256, 0, E4, 128 },
-  { "mla gqa causal 130",          1, 4, 2,   130,   130,   192, 128, 1, E4, 128 },
-  { "mla mqa causal 300x100 e5m2", 1, 4, 1,   300,   100,   192, 128, 1, E5, 128 },
-  { "mla mha full 64x200",         1, 2, 2,   64,    200,   192, 128, 0, E4, 0 },
-  { "d128 gqa causal 64x16384",    1, 2, 1,   64,    16384, 128, 128, 1, E4, 128 },
-  { "mla gqa full 64x16384 e5m2",  1, 2, 1,   64,    16384, 192, 128, 0, E5, 128 },
-  { "d64 gqa causal 4096",         1, 2, 1,   4096,  4096,  64,  64,  1, E4, 128 },
+  { "d64 mha causal 256",          1, 2, 2,   256,   256,   64,  64,  1, E4, 128, E4 },
+  { "d64 mqa full 77x130",         1, 4, 1,   77,    130,   64,  64,  0, E4, 128, E4 },
+  { "d64 gqa causal 1x1",          1, 4, 2,   1,     1,     64,  64,  1, E4, 128, E4 },
+  { "d96 gqa causal 130 b2",       2, 4, 2,   130,   130,   96,  96,  1, E4, 64, E4 },
+  { "d96 mha causal 130x77",       1, 2, 2,   130,   77,    96,  96,  1, E4, 128, E4 },
+  { "d128 gqa full 200 e5m2",      1, 4, 2,   200,   200,   128, 128, 0, E5, 128, E4 },
+  { "d128 mqa causal 77x130 e5m2", 1, 4, 1,   77,    130,   128, 128, 1, E5, 0, E4 },
+  { "d128 mha causal 1x300",       1, 2, 2,   1,     300,   128, 128, 1, E4, 128, E4 },
+  { "d128 gqa causal 300x1",       1, 4, 2,   300,   1,     128, 128, 1, E4, 128, E4 },
+  { "d192 mha causal 129",         1, 2, 2,   129,   129,   192, 192, 1, E4, 64, E4 },
+  { "d192 mqa full 130x77",        1, 3, 1,   130,   77,    192, 192, 0, E4, 128, E4 },
+  { "d256 gqa causal 77",          1, 4, 2,   77,    77,    256, 256, 1, E4, 128, E4 },
+  { "d256 mha full 1x64",          1, 2, 2,   1,     64,    256, 256, 0, E4, 128, E4 },
+  { "mla gqa causal 130",          1, 4, 2,   130,   130,   192, 128, 1, E4, 128, E4 },
+  { "mla mqa causal 300x100 e5m2", 1, 4, 1,   300,   100,   192, 128, 1, E5, 128, E4 },
+  { "mla mha full 64x200",         1, 2, 2,   64,    200,   192, 128, 0, E4, 0, E4 },
+  { "d128 gqa causal 64x16384",    1, 2, 1,   64,    16384, 128, 128, 1, E4, 128, E4 },
+  { "mla gqa full 64x16384 e5m2",  1, 2, 1,   64,    16384, 192, 128, 0, E5, 128, E4 },
+  { "d64 gqa causal 4096",         1, 2, 1,   4096,  4096,  64,  64,  1, E4, 128, E4 },
+  /* AMD's FNUZ formats: P cast as e4m3fnuz(P * 2^7) (docs/numerics.md), emulated by the reference too */
+  { "d64 gqa causal 200 fnuz",     1, 4, 2,   200,   200,   64,  64,  1, FA8_FMT_E4M3FNUZ, 128, FA8_FMT_E4M3FNUZ },
+  { "d128 mqa full 130x77 e5m2fnuz", 1, 4, 1, 130,   77,    128, 128, 0, FA8_FMT_E5M2FNUZ, 128, FA8_FMT_E4M3FNUZ },
 };
 #define N_GEOMS (sizeof GEOMS / sizeof GEOMS[0])
 
 /* The default `fa8 probe` problem (cli/probe.c). */
-static const geom PROBE = { "probe d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, E4, 128 };
+static const geom PROBE = { "probe d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, E4, 128, E4 };
 
 /* FNV-1a over the geometry and the test's salt. FA8_TEST_SEED=n in the environment draws other inputs (soak runs);
  * every log line prints the seed a problem used (`fa8 probe --seed` reproduces the same inputs). */
@@ -107,7 +111,7 @@ static void setup(problem *pr, const geom *g, uint64_t seed, int threads, int qu
   fa8_problem_init(&c.p);
   c.p.batch = g->B; c.p.heads = g->H; c.p.kv_heads = g->Hkv; c.p.seqlen_q = g->Sq; c.p.seqlen_k = g->Sk;
   c.p.hdim_qk = g->dqk; c.p.hdim_v = g->dv; c.p.causal = g->causal;
-  c.p.fmt_qkv = FA8_FMT_E4M3; c.p.fmt_grad = g->grad;
+  c.p.fmt_qkv = g->qkv; c.p.fmt_grad = g->grad;
   c.p.num_threads = threads;
   c.scale_rows = g->scale_rows;
   c.quantize_off = quantize_off;
@@ -603,9 +607,9 @@ Test(attention, probe_modes, .timeout = 300) {
  *  - everything that does not depend on delta is bit-identical across the four modes: O, LSE, dV. With no cast, the
  *    post-cast row sums equal the pre-cast ones exactly. */
 static geom QOFF[] = {
-  { "f32 d64 gqa causal 130x200", 1, 4, 2, 130, 200, 64, 64, 1, E4, 64 },
-  { "f32 d64 gqa full 200x77",    1, 4, 2, 200, 77,  64, 64, 0, E4, 128 },
-  { "f32 d64 mqa causal 150x100", 1, 2, 1, 150, 100, 64, 64, 1, E4, 128 },
+  { "f32 d64 gqa causal 130x200", 1, 4, 2, 130, 200, 64, 64, 1, E4, 64, E4 },
+  { "f32 d64 gqa full 200x77",    1, 4, 2, 200, 77,  64, 64, 0, E4, 128, E4 },
+  { "f32 d64 mqa causal 150x100", 1, 2, 1, 150, 100, 64, 64, 1, E4, 128, E4 },
 };
 #define QOFF_MATCHED_ERR 1e-5
 #define QOFF_SPLIT_ERR 3e-5
@@ -695,8 +699,8 @@ ParameterizedTest(geom *g, attention, quant_off_modes, .timeout = 300) {
  * sequentially afterwards: quantized operands and all outputs must be bit-identical for 1, 2 and 7 threads (7 > cores,
  * and not a divisor of the item counts). */
 static geom THREADS[] = {
-  { "d128 gqa causal 130x200 b2",  2, 4, 2, 130, 200, 128, 128, 1, E4, 64 },
-  { "mla mqa full 77x150 e5m2",    1, 4, 1, 77,  150, 192, 128, 0, E5, 128 },
+  { "d128 gqa causal 130x200 b2",  2, 4, 2, 130, 200, 128, 128, 1, E4, 64, E4 },
+  { "mla mqa full 77x150 e5m2",    1, 4, 1, 77,  150, 192, 128, 0, E5, 128, E4 },
 };
 
 ParameterizedTestParameters(attention, threads) { return cr_make_param_array(geom, THREADS, sizeof THREADS / sizeof THREADS[0]); }
@@ -751,10 +755,10 @@ ParameterizedTest(geom *g, attention, threads, .timeout = 300) {
  * bf16(O)) is nonzero wherever O is not a BF16 number (almost everywhere: >= 90% required), and bf16(o) + o_rem carries
  * O to ~16 bits: its distance to the FP32 output is ~2^-8 of bf16(o)'s (bound 0.02). In both forwards o = bf16(o_f32). */
 static geom SPLITG[] = {
-  { "probe d128 gqa causal 1024",  1, 8, 2, 1024, 1024, 128, 128, 1, E4, 128 },
-  { "mla gqa full 200x333",        1, 4, 2, 200,  333,  192, 128, 0, E4, 128 },
-  { "d64 mqa causal 77x300",       1, 2, 1, 77,   300,  64,  64,  1, E5, 64 },
-  { "d256 mha causal 300x200",     1, 2, 2, 300,  200,  256, 256, 1, E4, 128 },
+  { "probe d128 gqa causal 1024",  1, 8, 2, 1024, 1024, 128, 128, 1, E4, 128, E4 },
+  { "mla gqa full 200x333",        1, 4, 2, 200,  333,  192, 128, 0, E4, 128, E4 },
+  { "d64 mqa causal 77x300",       1, 2, 1, 77,   300,  64,  64,  1, E5, 64, E4 },
+  { "d256 mha causal 300x200",     1, 2, 2, 300,  200,  256, 256, 1, E4, 128, E4 },
 };
 
 ParameterizedTestParameters(attention, split_forward) { return cr_make_param_array(geom, SPLITG, sizeof SPLITG / sizeof SPLITG[0]); }

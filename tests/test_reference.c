@@ -82,7 +82,7 @@ static void free_outputs(outputs *r) {
 static fa8_ref_problem problem(const inputs *in, int emulate, fa8_fmt ds_fmt, int bm, int bn, int nthreads) {
     const shape s = in->s;
     return (fa8_ref_problem){s.B, s.Sq, s.Sk, s.H, s.Hkv, s.Dqk, s.Dv, s.causal, 1.0 / sqrt(s.Dqk),
-                             in->q, in->k, in->v, in->dout, emulate, ds_fmt, bm, bn, nthreads};
+                             in->q, in->k, in->v, in->dout, emulate, ds_fmt, bm, bn, nthreads, FA8_FMT_E4M3, 0};
 }
 
 static outputs run(const inputs *in, int emulate, fa8_fmt ds_fmt, int bm, int bn, int nthreads) {

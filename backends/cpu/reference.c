@@ -43,10 +43,15 @@ static void to_double(double *restrict dst, const float *restrict src, int n) {
     for (int d = 0; d < n; d++) dst[d] = src[d];
 }
 
-/* P̂ = decode(encode_e4m3(P * 2^8)) / 2^8: the kernels' fixed-scale cast of probabilities. */
-static double quant_p(double p) {
-    return (double)fa8_decode_e4m3(fa8_encode_e4m3((float)(p * 256.0))) / 256.0;
+/* P̂ = decode(encode(P * 2^s)) / 2^s: the kernels' fixed-scale cast of probabilities (e4m3 x 2^8 for OCP
+ * operands, e4m3fnuz x 2^7 for FNUZ ones). */
+static double quant_p(double p, fa8_fmt fmt, int scale_log2) {
+    const double sc = ldexp(1.0, scale_log2);
+    return (double)fa8_decode(fmt, fa8_encode(fmt, (float)(p * sc))) / sc;
 }
+
+#define P_FMT_OF(p) ((p)->p_fmt)
+#define P_SCALE_OF(p) ((p)->p_scale_log2 ? (p)->p_scale_log2 : FA8_P_SCALE_LOG2_OCP)
 
 /* Smallest integer e with amax <= fmax * 2^e, computed exactly on the frexp mantissas
  * (amax = ma*2^ea, fmax = mf*2^ef, ma, mf in [0.5, 1)): e = ea - ef if ma <= mf, else one more. */
@@ -132,7 +137,7 @@ static void row(const fa8_ref_problem *p, fa8_ref_out *out, workspace *w, int b,
     for (int j = 0; j < nv; j++) l += pm[j] = exp(pm[j] - mx);
     for (int j = 0; j < nv; j++) {
         pm[j] /= l;
-        ph[j] = p->emulate ? quant_p(pm[j]) : pm[j];
+        ph[j] = p->emulate ? quant_p(pm[j], P_FMT_OF(p), P_SCALE_OF(p)) : pm[j];
     }
     out->lse[li] = mx + log(l);
     /* one pass over V: O = P̂V and dP = dO.V (dP kept in ds until delta is known) */

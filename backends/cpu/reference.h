@@ -22,6 +22,8 @@ typedef struct {
     fa8_fmt ds_fmt;       /* format dS is cast to (emulated only); FA8_FMT_F32 = no cast */
     int block_m, block_n; /* tile for the dS tile scale (emulated only) */
     int nthreads;         /* >=1; pthreads over (b, kv head) */
+    fa8_fmt p_fmt;        /* P's format (emulated only): fa8_p_format(qkv format); E4M3 when zero */
+    int p_scale_log2;     /* P's fixed scale (emulated only): fa8_p_scale_log2(qkv format); 0 means 8 */
 } fa8_ref_problem;
 
 /* caller-allocated, layouts: o [B,Sq,H,Dv]; lse, delta [B,H,Sq]; dq [B,Sq,H,Dqk];

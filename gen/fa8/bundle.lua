@@ -11,8 +11,8 @@ function M.forward_conventions(fwd)
   local f = fwd.functional
   return {
     lse = schema.conventions.lse,
-    p_scale_log2 = schema.conventions.p_scale_log2,
-    rem_scale_log2 = f.variant == "split" and schema.conventions.rem_scale_log2 or nil,
+    p_scale_log2 = schema.p_convention(f.fmt).p_scale_log2,
+    rem_scale_log2 = f.variant == "split" and schema.p_convention(f.fmt).rem_scale_log2 or nil,
     writes_o_rem = f.variant == "split",
     fmt = f.fmt, hdim_qk = f.hdim_qk, hdim_v = f.hdim_v, layout = f.layout, causal = f.causal, scale = f.scale,
   }
@@ -23,8 +23,8 @@ function M.expected_conventions(delta, bwd)
   local d = delta.functional
   return {
     lse = schema.conventions.lse,
-    p_scale_log2 = schema.conventions.p_scale_log2,
-    rem_scale_log2 = d.delta == "split" and schema.conventions.rem_scale_log2 or nil,
+    p_scale_log2 = schema.p_convention(d.fmt).p_scale_log2,
+    rem_scale_log2 = d.delta == "split" and schema.p_convention(d.fmt).rem_scale_log2 or nil,
     writes_o_rem = d.delta == "split",
     fmt = d.fmt, hdim_qk = d.hdim_qk, hdim_v = d.hdim_v, layout = d.layout, causal = d.causal, scale = d.scale,
   }

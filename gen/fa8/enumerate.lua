@@ -167,6 +167,11 @@ function M.run(opts)
     local fmt_list = {}
     for _, f in ipairs(qkv_fmts) do fmt_list[#fmt_list + 1] = { f, grad_fmts } end
     if prof.test_f32 and tg.backend == "cpu" and not opts.no_test_formats then fmt_list[#fmt_list + 1] = { "f32", { "f32" }, test = true } end
+    -- the CPU also runs AMD's FNUZ formats (its P convention included) for d64 and d128, so the numerics the
+    -- HIP kernels must follow are tested here
+    if prof.test_fnuz and tg.backend == "cpu" and not opts.no_test_formats then
+      fmt_list[#fmt_list + 1] = { "e4m3fnuz", { "e4m3fnuz", "e5m2fnuz" }, fnuz = true }
+    end
     for _, pipe in ipairs(tg.pipelines) do
       if not want_pipes or want_pipes[pipe] then
       -- quantizer: one per (format, head dim, input type)
@@ -190,6 +195,8 @@ function M.run(opts)
       end
       for _, f in ipairs(pipe == first_pipe and qfmts or {}) do
         for _, d in ipairs(dims) do
+          -- the CPU's FNUZ test instances cover d64 and d128 only
+          if tg.backend == "cpu" and f:match("fnuz$") and d ~= 64 and d ~= 128 then goto next_dim end
           for _, it in ipairs(prof.intypes) do
             for _, sc in ipairs(prof.scales) do
               for _, tile in ipairs(profiles.tiles(pname, pipe, "quant", d)) do
@@ -197,6 +204,7 @@ function M.run(opts)
               end
             end
           end
+          ::next_dim::
         end
       end
       -- attention bundles
@@ -204,7 +212,9 @@ function M.run(opts)
         local qk, v = g[1], g[2]
         for _, fl in ipairs(fmt_list) do
           local fmt, grads = fl[1], fl[2]
-          if not fl.test or (qk == 64 and v == 64) then
+          local geo_ok = (fl.test and qk == 64 and v == 64) or (fl.fnuz and qk == v and (qk == 64 or qk == 128))
+            or not (fl.test or fl.fnuz)
+          if geo_ok then
             local layouts = qk ~= v and { "mla" } or prof.layouts
             for _, layout in ipairs(layouts) do
               if not want_layouts or want_layouts[layout] then

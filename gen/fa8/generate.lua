@@ -52,9 +52,9 @@ local function template_env(c)
     MODE_MATCHED = f.delta == "matched" and 1 or 0, MODE_SPLIT = f.delta == "split" and 1 or 0,
     INTYPE = f.intype and ("FA8_IN_" .. f.intype:upper()) or "-1",
     -- P is cast to e4m3 under fixed power-of-two scales; quantization off (f32) leaves it uncast
-    P_FMT = f.fmt == "f32" and "FA8_FMT_F32" or "FA8_FMT_" .. schema.conventions.p_fmt:upper(),
-    P_SCALE = ("%d.0f"):format(1 << schema.conventions.p_scale_log2),
-    REM_SCALE = ("%d.0f"):format(1 << schema.conventions.rem_scale_log2),
+    P_FMT = f.fmt == "f32" and "FA8_FMT_F32" or "FA8_FMT_" .. schema.p_convention(f.fmt).p_fmt:upper(),
+    P_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).p_scale_log2),
+    REM_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).rem_scale_log2),
     OPND_BYTES = f.fmt == "f32" and 4 or 1,
   }
 end

@@ -38,7 +38,8 @@ M.desc_fields = {
   { "int32_t", "smem_bytes", function(c) return tostring(c.resources.smem_bytes) end },
   { "int32_t", "regs_est", function(c) return tostring(c.resources.regs) end },
   { "fa8_lse_convention", "lse", function() return enum_c("lse", schema.conventions.lse) end },
-  { "int32_t", "p_scale_log2", function() return tostring(schema.conventions.p_scale_log2) end },
+  { "int32_t", "p_scale_log2", function(c)
+      return tostring(schema.p_convention(c.functional.fmt).p_scale_log2) end },
   { "int32_t", "rem_scale_log2", function() return tostring(schema.conventions.rem_scale_log2) end },
   { "fa8_cpu_run_fn", "cpu_run", function(c) return c.target.backend == "cpu" and ("%s"):format(c.name) or "NULL" end },
   { "fa8_cpu_items_fn", "cpu_items", function(c) return c.target.backend == "cpu" and (c.name .. "_items") or "NULL" end },
@@ -54,10 +55,13 @@ function M.desc_header(meta)
   p("#include <stddef.h>")
   p("#include <stdint.h>")
   p('#include "fa8_kernel_abi.h"')
+  p('#include "fa8_fp8.h"')
   p("")
   p('#define FA8_GEN_VERSION "' .. meta.version .. '"')
   p('#define FA8_GEN_HASH "' .. meta.gen_hash .. '"')
-  p("#define FA8_P_SCALE_LOG2 " .. schema.conventions.p_scale_log2)
+  p("#define FA8_P_SCALE_LOG2 " .. schema.conventions.p_scale_log2 .. "   /* OCP family; FNUZ: see fa8_p_scale_log2() */")
+  p("_Static_assert(FA8_P_SCALE_LOG2_OCP == " .. schema.p_families.ocp.p_scale_log2 .. " && FA8_P_SCALE_LOG2_FNUZ == " ..
+    schema.p_families.fnuz.p_scale_log2 .. ", \"fa8 model and fa8_fp8.h disagree on P's scale\");")
   p("#define FA8_REM_SCALE_LOG2 " .. schema.conventions.rem_scale_log2)
   p("")
   p("/* The Lua model's enumerations must equal runtime/include/fa8_types.h. */")

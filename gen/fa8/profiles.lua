@@ -57,13 +57,13 @@ M.defs = {
     description = "CI: three geometries, one tile, E4M3 gradients",
     geometries = { { 64, 64 }, { 128, 128 }, { 192, 128 } },
     layouts = { "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "first",
-    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true, first_fit = true,
+    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true, test_fnuz = true, first_fit = true,
   },
   default = {
     description = "shipping set: every head geometry, E4M3 and E5M2 gradients",
     geometries = schema.head_geometries,
     layouts = { "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "all",
-    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true, first_fit = true,
+    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = true, test_fnuz = true, first_fit = true,
   },
   tuning = {
     description = "autotuner candidates: several tiles per key, MHA-specialized instances too",

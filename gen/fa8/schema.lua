@@ -48,10 +48,22 @@ M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline" }
 -- A bundle whose parts disagree on any of these is refused by bundle.lua.
 M.conventions = {
   lse = "ln_scaled",        -- LSE = log sum exp(c * q.k), natural log
-  p_scale_log2 = 8,         -- P is cast as e4m3(P * 2^8)
-  rem_scale_log2 = 12,      -- split: remainder cast as e4m3((P - P^) * 2^12)
+  p_scale_log2 = 8,         -- OCP family: P is cast as e4m3(P * 2^8)
+  rem_scale_log2 = 12,      -- OCP family, split: remainder cast as e4m3((P - P^) * 2^12)
   p_fmt = "e4m3",
 }
+
+-- P's FP8 format and fixed scales per format family (docs/numerics.md "P per FP8 family"): the matrix unit
+-- takes P and V in the same family, so FNUZ operands (AMD CDNA3) cast P to e4m3fnuz. Its largest value is
+-- 240, so the scale is 2^7 (P <= 1 maps to <= 128); the smallest normal, 2^-7, then covers P >= 2^-14,
+-- exactly the range OCP e4m3 covers under 2^8.
+M.p_families = {
+  ocp  = { p_fmt = "e4m3",     p_scale_log2 = 8, rem_scale_log2 = 12 },
+  fnuz = { p_fmt = "e4m3fnuz", p_scale_log2 = 7, rem_scale_log2 = 11 },
+}
+function M.p_convention(fmt)
+  return (type(fmt) == "string" and fmt:match("fnuz$")) and M.p_families.fnuz or M.p_families.ocp
+end
 
 local function fail(where, msg) error(("%s: %s"):format(where, msg), 0) end
 
