@@ -160,28 +160,42 @@ static void describe(const best_t *b, const query *q, const char *which, char *w
              (long long)b->r.bh, (long long)q->seq, (long long)q->bh, b->r.source);
 }
 
-const fa8_kernel_desc *fa8__tuned_select(const fa8__trow *overlay_rows, size_t n_overlay, const fa8__trow *table_rows,
-                                         size_t n_table, const fa8_problem *p, const fa8__fit *fit, fa8_dir dir,
-                                         const char *arch, int32_t sm, char *why, size_t n) {
+static void heuristic_why(char *why, size_t n, const char *arch) {
+  snprintf(why, n, "heuristic: no tuned row for this key on %s: the first instance that fits", arch);
+}
+
+static query make_query(const fa8_problem *p, const fa8__fit *fit, fa8_dir dir, const char *arch, int32_t sm) {
   query q = { p, fit, dir, arch, sm, 0, 0 };
   q.seq = next_pow2(p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k);
   q.bh = next_pow2((int64_t)p->batch * p->heads);
+  return q;
+}
+
+/* every row of a parsed table (the overlay, or a test's table) */
+static void search_rows(const query *q, const fa8__trow *rows, size_t n, best_t *best) {
+  for (size_t i = 0; i < n; ++i) {
+    const fa8__trow *r = &rows[i];
+    const row_view v = { r->target, r->key, r->sm_count, r->seq, r->bh, r->instance, r->median_us, r->source };
+    consider(q, &v, best);
+  }
+}
+
+const fa8_kernel_desc *fa8__tuned_select(const fa8__trow *overlay_rows, size_t n_overlay, const fa8__trow *table_rows,
+                                         size_t n_table, const fa8_problem *p, const fa8__fit *fit, fa8_dir dir,
+                                         const char *arch, int32_t sm, char *why, size_t n) {
+  const query q = make_query(p, fit, dir, arch, sm);
   const fa8__trow *src[2] = { overlay_rows, table_rows };
   const size_t cnt[2] = { n_overlay, n_table };
   for (int k = 0; k < 2; ++k) {
     best_t best;
     memset(&best, 0, sizeof best);
-    for (size_t i = 0; i < cnt[k]; ++i) {
-      const fa8__trow *r = &src[k][i];
-      const row_view v = { r->target, r->key, r->sm_count, r->seq, r->bh, r->instance, r->median_us, r->source };
-      consider(&q, &v, &best);
-    }
+    search_rows(&q, src[k], cnt[k], &best);
     if (best.found) {
       describe(&best, &q, k ? "built in" : "overlay", why, n);
       return best.r.instance;
     }
   }
-  snprintf(why, n, "heuristic: no tuned row for this key on %s: the first instance that fits", arch);
+  heuristic_why(why, n, arch);
   return NULL;
 }
 
@@ -214,11 +228,9 @@ const fa8_kernel_desc *fa8__tuned_pick(const fa8_problem *p, const fa8__fit *fit
     snprintf(why, n, "heuristic: tuned tables disabled (fa8_tuning_enable(0))");
     return NULL;
   }
-  query q = { p, fit, dir, NULL, 0, 0, 0 };
-  q.arch = p->backend == FA8_BACKEND_CPU ? "cpu" : fa8__gpu_arch(p->backend);
-  q.sm = p->backend == FA8_BACKEND_CPU ? fa8__cpu_threads(p->num_threads) : fa8__gpu_sm_count(p->backend);
-  q.seq = next_pow2(p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k);
-  q.bh = next_pow2((int64_t)p->batch * p->heads);
+  const int cpu = p->backend == FA8_BACKEND_CPU;
+  const query q = make_query(p, fit, dir, cpu ? "cpu" : fa8__gpu_arch(p->backend),
+                             cpu ? fa8__cpu_threads(p->num_threads) : fa8__gpu_sm_count(p->backend));
   if (!q.arch) {
     pthread_mutex_unlock(&lock);
     snprintf(why, n, "heuristic: no device architecture");
@@ -226,17 +238,17 @@ const fa8_kernel_desc *fa8__tuned_pick(const fa8_problem *p, const fa8__fit *fit
   }
   best_t best;
   memset(&best, 0, sizeof best);
-  for (size_t i = 0; i < overlay_n; ++i) {
-    const fa8__trow *r = &overlay[i];
-    const row_view v = { r->target, r->key, r->sm_count, r->seq, r->bh, r->instance, r->median_us, r->source };
-    consider(&q, &v, &best);
-  }
+  search_rows(&q, overlay, overlay_n, &best);
   if (best.found) {
     describe(&best, &q, "overlay", why, n);
     pthread_mutex_unlock(&lock);
     return best.r.instance;
   }
   pthread_mutex_unlock(&lock);
+  if (fa8_tuned_count == 0) {   /* no built-in table: skip the walk over the instances (every dispatch comes here) */
+    heuristic_why(why, n, q.arch);
+    return NULL;
+  }
   /* the keys of the instances that fit, each searched once */
   const char *keys[64];
   int nk = 0;
@@ -252,7 +264,7 @@ const fa8_kernel_desc *fa8__tuned_pick(const fa8_problem *p, const fa8__fit *fit
     describe(&best, &q, "built in", why, n);
     return best.r.instance;
   }
-  snprintf(why, n, "heuristic: no tuned row for this key on %s: the first instance that fits", q.arch);
+  heuristic_why(why, n, q.arch);
   return NULL;
 }
 
@@ -286,19 +298,23 @@ fa8_status fa8_candidates(const fa8_problem *p, int backward, const char **names
   return FA8_OK;
 }
 
+static const fa8_bundle_desc *find_bundle(const char *name) {
+  for (size_t i = 0; name && i < fa8_bundle_count; ++i)
+    if (!strcmp(fa8_bundles[i].name, name)) return &fa8_bundles[i];
+  return NULL;
+}
+
 const char *fa8_instance_key(const char *name) {
   if (!name) return NULL;
   const fa8_kernel_desc *d = find_instance(name);
   if (d) return d->key;
-  const char *bwd = fa8_bundle_backward(name);
-  return bwd ? find_instance(bwd)->key : NULL;
+  const fa8_bundle_desc *b = find_bundle(name);
+  return b ? b->bwd->key : NULL;
 }
 
 const char *fa8_bundle_backward(const char *bundle) {
-  if (!bundle) return NULL;
-  for (size_t i = 0; i < fa8_bundle_count; ++i)
-    if (!strcmp(fa8_bundles[i].name, bundle)) return fa8_bundles[i].bwd->name;
-  return NULL;
+  const fa8_bundle_desc *b = find_bundle(bundle);
+  return b ? b->bwd->name : NULL;
 }
 
 fa8_status fa8_device_info(const fa8_problem *p, const char **target, int32_t *sm_count, const char **name) {
