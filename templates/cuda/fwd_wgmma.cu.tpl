@@ -108,18 +108,13 @@ struct Consumer {
                fa8_wgmma_desc(&s.k[st][k / 2][0] + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
   }
-  /* O += A V^ for the key tile in stage st (asynchronous) */
-  __device__ __forceinline__ void pv_issue(const uint32_t (&af)[BN / 32][4], int st) {
+  /* d (+)= A V^ for the key tile in stage st (asynchronous): into O (d = acc, adding), or into a fresh
+   * accumulator (fresh: the first k-step overwrites d) */
+  __device__ __forceinline__ void pv_issue(float (&d)[DV / 2], const uint32_t (&af)[BN / 32][4], int st, bool fresh) {
     fa8_wgmma_fence();
 #pragma unroll
-    for (int k = 0; k < BN / 32; ++k) wgmma_pv(acc, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), 1);
-    fa8_wgmma_commit();
-  }
-  /* d = A V^ for the key tile in stage st, into a fresh accumulator (asynchronous) */
-  __device__ __forceinline__ void pv_issue_fresh(float (&d)[DV / 2], const uint32_t (&af)[BN / 32][4], int st) {
-    fa8_wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < BN / 32; ++k) wgmma_pv(d, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), k > 0);
+    for (int k = 0; k < BN / 32; ++k)
+      wgmma_pv(d, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), !fresh || k > 0);
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 (in sacc) -> running max, P^ fragments (pa), remainder (rem, split), the
@@ -232,12 +227,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         to_a_frags(c.rem, ra);
         if constexpr (DV <= 128) {
           float tmp[DV / 2];
-          c.pv_issue_fresh(tmp, c.pa, st);
+          c.pv_issue(tmp, c.pa, st, true);
           fa8_wgmma_wait<0>();
           fa8_fence_regs(tmp);
 #pragma unroll
           for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(c.acc[i], rescale[(i >> 1) & 1], tmp[i]);
-          c.pv_issue_fresh(tmp, ra, st);
+          c.pv_issue(tmp, ra, st, true);
           fa8_wgmma_wait<0>();
           fa8_fence_regs(tmp);
 #pragma unroll
@@ -246,12 +241,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
           constexpr float UP = REM_SCALE / P_SCALE;
 #pragma unroll
           for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
-          c.pv_issue(ra, st);
+          c.pv_issue(c.acc, ra, st, false);
           fa8_wgmma_wait<0>();
           fa8_fence_regs(c.acc);
 #pragma unroll
           for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
-          c.pv_issue(c.pa, st);
+          c.pv_issue(c.acc, c.pa, st, false);
           fa8_wgmma_wait<0>();
           fa8_fence_regs(c.acc);
         }
@@ -272,7 +267,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         c.softmax(it * BN, rescale);
 #pragma unroll
         for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
-        c.pv_issue(c.pa, st);
+        c.pv_issue(c.acc, c.pa, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
