@@ -41,12 +41,11 @@ int cli_list_tuned(int argc, char **argv) {
   const char *target = "?", *dev = "?";
   int32_t sms = 0;
   fa8_device_info(&p, &target, &sms, &dev);
-  long long sb = 1, bb = 1;
-  while (sb < p.seqlen_q) sb <<= 1;
-  while (bb < (long long)p.batch * p.heads) bb <<= 1;
+  int64_t sb, bb;
+  fa8_tuning_bucket(&p, &sb, &bb);
   printf("problem: B=%d H=%d/%d S=%d d=%dx%d %s delta=%s on %s (%d %s), bucket s%lld_bh%lld\n", p.batch, p.heads,
          p.kv_heads, p.seqlen_q, p.hdim_qk, p.hdim_v, p.causal ? "causal" : "full", delta, target, sms,
-         p.backend == FA8_BACKEND_CPU ? "threads" : "SMs", sb, bb);
+         p.backend == FA8_BACKEND_CPU ? "threads" : "SMs", (long long)sb, (long long)bb);
   printf("fwd   %s\n      %s\n", n.fwd, n.fwd_why);
   printf("bwd   %s\n      %s\n", n.bwd, n.bwd_why);
   printf("delta %s (from the backward's bundle)\n", n.delta);

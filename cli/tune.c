@@ -134,7 +134,6 @@ static double check_error(h_data *chk, const h_ref *ref, const char *name, int b
   return fmax(a, fmax(b, c));
 }
 
-static int64_t pow2_up(int64_t x) { int64_t p = 1; while (p < x) p <<= 1; return p; }
 
 typedef struct { char name[160]; double med, p20, p80, err; int ok; } result;
 
@@ -399,10 +398,12 @@ int cli_tune(int argc, char **argv) {
           if (w < 0) { fprintf(stderr, "fa8 tune: no candidate passed for d%dx%d S=%lld\n", geo[gi][0], geo[gi][1], (long long)seqs[si]); continue; }
           const char *win = dir ? fa8_bundle_backward(res[w].name) : res[w].name;
           const char *run_up = ru >= 0 ? (dir ? fa8_bundle_backward(res[ru].name) : res[ru].name) : "";
+          int64_t bseq, bbh;   /* the runtime's own bucketing, so the row is found for this problem */
+          fa8_tuning_bucket(&p, &bseq, &bbh);
           char runner_us[32] = "";
           if (ru >= 0) snprintf(runner_us, sizeof runner_us, "%.3f", res[ru].med);
           fprintf(tab, "%s,%d,%s,%s,s%lld_bh%lld,%s,%.3f,%.3f,%.3f,%.4g,%s,%s,%s,%s,%s,%s\n", target, sms, dev,
-                  fa8_instance_key(win), (long long)pow2_up(seqs[si]), (long long)pow2_up((int64_t)batch * heads), win,
+                  fa8_instance_key(win), (long long)bseq, (long long)bbh, win,
                   res[w].med, res[w].p20, res[w].p80, res[w].err, run_up, runner_us, commit, cuda, driver, date);
           fflush(tab);
           const int hok = hi >= 0 && res[hi].ok;

@@ -106,6 +106,9 @@ static const char *pick(const fa8__trow *ov, size_t nov, const fa8__trow *tb, si
 Test(tuned, fallback_order) {
   char why[400];
   const fa8_problem p = problem(1000, 0);   /* bucket s1024_bh8, 2 threads */
+  int64_t bs, bb;
+  fa8_tuning_bucket(&p, &bs, &bb);
+  cr_expect(bs == 1024 && bb == 8, "bucket s%lld_bh%lld", (long long)bs, (long long)bb);
   fa8__trow t[4] = { row(FWD, 0, 8192, 8, 50, 1),    /* nearest bucket, 3 steps away */
                      row(FWD, 0, 512, 8, 90, 2),     /* nearest bucket, 1 step away */
                      row(FWD, 7, 1024, 8, 80, 3),    /* same bucket, another SM count */

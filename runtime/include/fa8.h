@@ -158,6 +158,9 @@ const char *fa8_bundle_backward(const char *bundle);
 /* The target name tables use for a backend on this machine ("sm_90a", "cpu"), its SM (or thread) count for
  * p->num_threads, and the device name. FA8_ERR_UNSUPPORTED without a device. */
 fa8_status fa8_device_info(const fa8_problem *p, const char **target, int32_t *sm_count, const char **name);
+/* The shape bucket a problem falls in, as tables name it ("s<seq>_bh<bh>"): seq and bh are the powers of two
+ * at or above max(seqlen_q, seqlen_k) and batch x heads. */
+void fa8_tuning_bucket(const fa8_problem *p, int64_t *seq, int64_t *bh);
 /* The generator hash of this build's kernels (changes whenever a template or the model does). */
 const char *fa8_generator_hash(void);
 

@@ -164,10 +164,14 @@ static void heuristic_why(char *why, size_t n, const char *arch) {
   snprintf(why, n, "heuristic: no tuned row for this key on %s: the first instance that fits", arch);
 }
 
+void fa8_tuning_bucket(const fa8_problem *p, int64_t *seq, int64_t *bh) {
+  *seq = next_pow2(p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k);
+  *bh = next_pow2((int64_t)p->batch * p->heads);
+}
+
 static query make_query(const fa8_problem *p, const fa8__fit *fit, fa8_dir dir, const char *arch, int32_t sm) {
   query q = { p, fit, dir, arch, sm, 0, 0 };
-  q.seq = next_pow2(p->seqlen_q > p->seqlen_k ? p->seqlen_q : p->seqlen_k);
-  q.bh = next_pow2((int64_t)p->batch * p->heads);
+  fa8_tuning_bucket(p, &q.seq, &q.bh);
   return q;
 }
 
