@@ -266,7 +266,9 @@ Test(run, tuned_tables_refuse_bad_input) {
   const int st = pclose(p);
   cr_expect(WIFEXITED(st) && WEXITSTATUS(st) != 0, "FA8_TUNED_TABLE with a bad file was accepted: %s", out);
   cr_expect(strstr(out, "FA8_TUNED_TABLE") && strstr(out, "bad.csv:2"), "%s", out);
-  const char *cases[][2] = { { "tune --backend cpu --causal maybe", "maybe" }, { "tune --backend cpu --dirs up", "up" },
+  const char *cases[][2] = { { "list --tuned --delta fresh", "fresh" }, { "list --tuned --hdim 12x", "12x" },
+                             { "list --tuned --backend tpu", "tpu" }, { "list --tuned --seqlen 0", "--seqlen" },
+                             { "tune --backend cpu --causal maybe", "maybe" }, { "tune --backend cpu --dirs up", "up" },
                              { "tune --backend cpu --seqlen 0", "--seqlen" }, { "tune --backend cpu --heads 6 --kv-heads 4", "--kv-heads" },
                              { "tune --backend cpu --delta fresh", "fresh" }, { "tune --hdim 12x --backend cpu", "12x" } };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {

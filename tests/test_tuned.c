@@ -256,3 +256,26 @@ Test(tuned, builtin_rows_are_used) {
   }
   if (!used) cr_skip_test("no CPU rows in this build's tuned tables");
 }
+
+/* The tuner API refuses what it cannot use, naming it. */
+Test(tuned, tuner_api_refuses_bad_arguments) {
+  fa8_problem p = problem(1000, 0);
+  const char *names[4];
+  int cnt = 0;
+  cr_expect_eq(fa8_candidates(NULL, 0, names, 4, &cnt), FA8_ERR_NULL_POINTER);
+  cr_expect_eq(fa8_candidates(&p, 0, names, 4, NULL), FA8_ERR_NULL_POINTER);
+  cr_expect_eq(fa8_candidates(&p, 0, NULL, 4, &cnt), FA8_ERR_NULL_POINTER);
+  cr_expect(strstr(fa8_last_error(), "NULL") != NULL, "%s", fa8_last_error());
+  p.heads = 0;
+  cr_expect_eq(fa8_candidates(&p, 0, names, 4, &cnt), FA8_ERR_INVALID_ARGUMENT);
+  cr_expect(strstr(fa8_last_error(), "heads") != NULL, "%s", fa8_last_error());
+  p = problem(1000, 0);
+  const char *target, *name;
+  int32_t sm;
+  cr_expect_eq(fa8_device_info(&p, NULL, &sm, &name), FA8_ERR_NULL_POINTER);
+  cr_expect_eq(fa8_device_info(&p, &target, &sm, &name), FA8_OK);
+  cr_expect_str_eq(target, "cpu");
+  cr_expect_gt(sm, 0);
+  cr_expect_null(fa8_bundle_backward(NULL));
+  cr_expect_null(fa8_bundle_backward("fa8_bundle_nope"));
+}
