@@ -71,6 +71,14 @@ template <int N, int M> __device__ __forceinline__ void fa8_fence_regs_u(uint32_
     for (int j = 0; j < M; ++j) asm volatile("" : "+r"(r[i][j])::"memory");
 }
 
+/* ---- named barriers (id 0 is __syncthreads) ---- */
+__device__ __forceinline__ void fa8_named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void fa8_named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 /* ---- warpgroup register reallocation ---- */
 template <int R> __device__ __forceinline__ void fa8_regs_release() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
 template <int R> __device__ __forceinline__ void fa8_regs_claim() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }

@@ -253,25 +253,47 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
       }
     } else {
-      /* one tile at a time: S = Q K^t, softmax, O += P^ V^. (Issuing S(j+1) before P^(j) V(j), so that the
-       * softmax overlaps the tensor cores, made ptxas serialize every wgmma (C7513/C7514: it cannot prove
-       * that the P^ registers an in-flight wgmma reads are not redefined): see bench/NOTES.md.) The two
-       * consumer warpgroups interleave on the tensor cores on their own. */
-      for (int it = 0; it < ntiles; ++it) {
-        const int st = it % STAGES;
+      /* Ping-pong (two consumer warpgroups): a warpgroup issues its GEMM phase -- S(j) = Q K(j)^t together
+       * with O += P^(j-1) V(j-1) -- only in its turn (named barriers 1 and 2), then hands the tensor cores
+       * to the other warpgroup and waits for its own GEMMs; its softmax of tile j then runs while the other
+       * warpgroup's GEMMs execute. Every wait is wait_group 0 before registers are touched, so ptxas sees no
+       * in-flight register hazard. One consumer warpgroup (or three) runs the same loop without turns. */
+      constexpr bool PINGPONG = CONSUMERS == 2;
+      const int cw = wg - 1;
+      auto turn_wait = [&]() { if (PINGPONG) fa8_named_sync(1 + cw, 256); };
+      auto turn_pass = [&]() { if (PINGPONG) fa8_named_arrive(1 + (1 - cw), 256); };
+      if (PINGPONG && cw == 1) fa8_named_arrive(1, 256);   /* warpgroup 0 goes first */
+      fa8_mbar_wait(&s.full[0], 0);
+      turn_wait();
+      c.qk_issue(0);
+      turn_pass();
+      fa8_wgmma_wait<0>();
+      fa8_fence_regs(c.sacc);
+      float rescale[2];
+      c.softmax(0, rescale);
+      for (int it = 1; it < ntiles; ++it) {
+        const int st = it % STAGES, sp = (it - 1) % STAGES;
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
+        turn_wait();
         c.qk_issue(st);
+        c.pv_issue(c.acc, c.pa, sp, false);
+        turn_pass();
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.sacc);
-        float rescale[2];
+        fa8_fence_regs(c.acc);
+        if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
         c.softmax(it * BN, rescale);
 #pragma unroll
         for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
-        c.pv_issue(c.acc, c.pa, st, false);
-        fa8_wgmma_wait<0>();
-        fa8_fence_regs(c.acc);
-        if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
       }
+      const int sl = (ntiles - 1) % STAGES;
+      turn_wait();
+      c.pv_issue(c.acc, c.pa, sl, false);
+      turn_pass();
+      fa8_wgmma_wait<0>();
+      fa8_fence_regs(c.acc);
+      if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
+      if (PINGPONG && cw == 0) fa8_named_sync(1, 256);   /* consume warpgroup 1's last hand-over */
     }
   }
   const int t = c.t;
