@@ -69,7 +69,8 @@ M.defs = {
     description = "autotuner candidates: several tiles per key, MHA-specialized instances too",
     geometries = schema.head_geometries,
     layouts = { "mha", "gqa" }, causal = { false, true }, deltas = ALL_DELTAS, grad_fmts = "first",
-    intypes = { "bf16" }, scales = { "block" }, test_f32 = false,
+    -- f32 input too: `fa8 tune` checks every candidate on an f32 problem against the FP64 reference
+    intypes = { "f32", "bf16" }, scales = { "block" }, test_f32 = false,
   },
 }
 M.order = { "minimal", "default", "tuning" }
