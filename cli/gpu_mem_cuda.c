@@ -1,6 +1,7 @@
 #include "gpu_mem.h"
 #include <cuda_runtime_api.h>
 #include <stdio.h>
+#include <string.h>
 
 void *h_gpu_alloc(size_t n) {
   void *p = NULL;
@@ -49,7 +50,24 @@ void h_gpu_versions(char *cuda, size_t n1, char *driver, size_t n2) {
   cudaRuntimeGetVersion(&r);
   cudaDriverGetVersion(&d);
   snprintf(cuda, n1, "%d.%d", r / 1000, (r % 1000) / 10);
-  snprintf(driver, n2, "%d.%d", d / 1000, (d % 1000) / 10);   /* the CUDA version the driver supports */
+  snprintf(driver, n2, "%d.%d", d / 1000, (d % 1000) / 10);   /* the CUDA version the driver supports, */
+  /* unless the kernel module names its own release (Linux): that is what users compare against */
+  FILE *f = fopen("/proc/driver/nvidia/version", "r");
+  if (f) {
+    char line[256], ver[32];
+    if (fgets(line, sizeof line, f)) {
+      /* "NVRM version: NVIDIA UNIX [Open ]Kernel Module [for x86_64]  580.159.04  Release Build ...": the first
+       * token after "Kernel Module" that starts with a digit */
+      const char *k = strstr(line, "Kernel Module");
+      for (const char *c = k ? k + strlen("Kernel Module") : NULL; c && *c; ) {
+        int used = 0;
+        if (sscanf(c, " %31s%n", ver, &used) != 1) break;
+        if (ver[0] >= '0' && ver[0] <= '9') { snprintf(driver, n2, "%s", ver); break; }
+        c += used;
+      }
+    }
+    fclose(f);
+  }
 }
 
 double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {

@@ -1156,6 +1156,48 @@ Test(gen, tuned_tables_at_build_time) {
         "assert(s[1].key:find('bwd') and s[2].seq == 256 and s[3].seq == 1024)\n");
 }
 
+/* The tables committed under tune/tables are files of record the build compiles in: each parses, and every row's
+ * instance is buildable for its target in the shipping profile (with its parts and CPU twin). A template or
+ * constraint change that makes a tuned tile unbuildable fails here, naming the row, instead of in a user's build. */
+Test(gen, committed_tuned_tables_build) {
+    LUA_OK(
+        "local tuned = require('fa8.tuned')\n"
+        "local rows = tuned.load_dir(os.getenv('FA8_ROOT') .. '/tune/tables')\n"
+        "local by_target = {}\n"
+        "for _, r in ipairs(rows) do by_target[r.target] = by_target[r.target] or {}; table.insert(by_target[r.target], r) end\n"
+        "for tname, trows in pairs(by_target) do\n"
+        "  local tg = {}\n"
+        "  if tname ~= 'cpu' then tg = { tname, 'cpu' } else tg = { 'cpu' } end\n"
+        "  local res = enumerate.run({ registry = reg, profile = 'default', targets = tg, mirror_cpu = tname ~= 'cpu', tuned_rows = trows })\n"
+        "  local names = {}\n"
+        "  for _, c in ipairs(res.instances) do names[c.name] = true end\n"
+        "  for _, r in ipairs(trows) do assert(names[r.instance], ('%s:%d: %s not built'):format(r.path, r.line, r.instance)) end\n"
+        "  assert(#res.tuned == #trows, tname .. ': rows left out')\n"
+        "end\n");
+}
+
+/* Untuned, a build with several tiles per key (the tuning profile) dispatches the tile the shipping profile
+ * would, so the tuner's gain report compares against the real default, not against the smallest tile. */
+Test(gen, tuning_profile_heuristic_is_the_shipping_choice) {
+    LUA_OK(
+        "for _, t in ipairs({ 'cpu', 'sm_90a' }) do\n"
+        "  for _, hd in ipairs({ { 64, 64 }, { 128, 128 }, { 256, 256 } }) do\n"
+        "    local function firsts(profile)\n"
+        "      local f = {}\n"
+        "      for _, c in ipairs(enumerate.run({ registry = reg, profile = profile, targets = { t }, hdims = { hd } }).instances) do\n"
+        "        if (c.functional.dir == 'fwd' or c.functional.dir == 'bwd') and not f[c.key] then f[c.key] = c.name end\n"
+        "      end\n"
+        "      return f\n"
+        "    end\n"
+        "    local ship, tun, n = firsts('default'), firsts('tuning'), 0\n"
+        "    for key, name in pairs(ship) do\n"
+        "      if tun[key] then n = n + 1; assert(tun[key] == name, ('%s: tuning build picks %s, shipping %s'):format(key, tun[key], name)) end\n"
+        "    end\n"
+        "    assert(n > 0, t .. ': no shared key')\n"
+        "  end\n"
+        "end\n");
+}
+
 /* A bundle with CUDA targets: the CUDA host side instead of its stub, one nvcc rule per architecture that
  * lists exactly that architecture's sources, every file once. (CI compiles it through the main build's
  * templates; tools/examples links the CPU bundle.) */

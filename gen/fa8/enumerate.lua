@@ -90,13 +90,25 @@ local function pipeline_rank(c)
   return 9
 end
 
+-- position of the config's tile in the shipping (default) profile's list for its pipeline, direction and head dim:
+-- a build with several tiles per key (the tuning profile) then dispatches, untuned, the tile the shipping build
+-- would, so `fa8 tune` reports its gain against the real default and not against the smallest tile.
+local function default_tile_rank(c)
+  local f, t = c.functional, c.tuning
+  local hd = math.max(f.hdim_qk or f.hdim or 0, f.hdim_v or f.hdim or 0)
+  for i, d in ipairs(profiles.tiles("default", t.pipeline, f.dir, hd)) do
+    if d[1] == t.block_m and d[2] == t.block_n and d[3] == t.warps and d[4] == t.stages then return i end
+  end
+  return 99
+end
+
 local function sort_key(c)
   local f, t = c.functional, c.tuning
   return table.concat({
     c.target.name, DIR_RANK[f.dir], f.fmt, f.fmt_grad or "", ("%03d"):format(f.hdim_qk or f.hdim),
     ("%03d"):format(f.hdim_v or f.hdim), f.causal and 1 or 0, f.variant or "", f.delta or "", f.intype or "",
-    LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], pipeline_rank(c), ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages),
-    t.pipeline,
+    LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], pipeline_rank(c), ("%02d"):format(default_tile_rank(c)),
+    ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages), t.pipeline,
   }, "|")
 end
 

@@ -1,0 +1,94 @@
+-- Gain of a tuned table over the shipping build's choices, from the tuner's own cache (no GPU needed).
+--   lua5.4 tune/gain-vs-default.lua TABLE.csv CACHE.tsv [OUT.md]
+-- For every row of TABLE (written by `fa8 tune`), the instance the `default` profile would dispatch for the row's
+-- functional key (the first in dispatch order; for a backward, its bundle with matched delta) is looked up in CACHE
+-- under the same problem, so both times come from the same sweep. A default choice the sweep did not time is
+-- reported as such, never guessed.
+local here = arg[0]:match("^(.*)/tune/[^/]*$") or "."
+package.path = here .. "/gen/?.lua;" .. package.path
+local enumerate = require("fa8.enumerate")
+local tuned = require("fa8.tuned")
+
+local table_path, cache_path, out_path = arg[1], arg[2], arg[3]
+if not table_path or not cache_path then
+  io.stderr:write("usage: lua5.4 tune/gain-vs-default.lua TABLE.csv CACHE.tsv [OUT.md]\n")
+  os.exit(2)
+end
+
+local function slurp(p)
+  local f, err = io.open(p, "r")
+  if not f then io.stderr:write(("gain-vs-default: cannot read %s: %s\n"):format(p, err)); os.exit(1) end
+  local s = f:read("a"); f:close(); return s
+end
+
+-- the table, through the generator's own parser (it checks every field and names file:line on errors)
+local ok, rows = pcall(tuned.parse, table_path, slurp(table_path))
+if not ok then io.stderr:write("gain-vs-default: " .. rows .. "\n"); os.exit(1) end
+
+-- cache lines: target|sms|genhash|candidate|B1,H64,Hkv8,S2048,full,matched <TAB> status median p20 p80 err
+local cache = {}
+for line in slurp(cache_path):gmatch("[^\n]+") do
+  local key, status, med = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)")
+  if key then
+    local target, sms, _, cand, prob = key:match("^([^|]+)|([^|]+)|([^|]+)|([^|]+)|(.+)$")
+    if cand and status == "ok" then cache[table.concat({ target, sms, cand, prob }, "|")] = tonumber(med) end
+  end
+end
+
+-- what the shipping build dispatches per functional key, per target
+local defaults = {}
+local function default_for(target, key, hdims_text)
+  local memo = target .. "|" .. hdims_text
+  if not defaults[memo] then
+    local d = {}
+    local r = enumerate.run({ profile = "default", targets = { target }, hdims = enumerate.parse_hdims(hdims_text) })
+    for _, c in ipairs(r.instances) do if not d[c.key] then d[c.key] = c end end
+    for _, b in ipairs(r.bundles) do
+      if b.delta.functional.delta == "matched" and d[b.bwd.key] == b.bwd then d["bundle:" .. b.bwd.key] = b end
+    end
+    defaults[memo] = d
+  end
+  local d = defaults[memo]
+  if key:match("^fa8_bwd_") then return d["bundle:" .. key] and d["bundle:" .. key].name end
+  return d[key] and d[key].name
+end
+
+local out = {
+  "| key | bucket | shipping default | time (us) | tuned | time (us) | gain |",
+  "|---|---|---|---|---|---|---|",
+}
+local n, sum_log = 0, 0.0
+for _, r in ipairs(rows) do
+  local qk, v = r.key:match("_d(%d+)v(%d+)_")
+  local s, bh = r.bucket:match("^s(%d+)_bh(%d+)$")
+  local causal = r.key:match("_causal$") and "causal" or "full"
+  local def = default_for(r.target, r.key, qk .. "x" .. v)
+  local tuned_name = r.instance
+  local t_def
+  if def then
+    -- the problem string carries H and Hkv; the bucket only their product: find the cached problem by prefix
+    for k, med in pairs(cache) do
+      local tgt, sms, cand, prob = k:match("^([^|]+)|([^|]+)|([^|]+)|(.+)$")
+      local H, Hkv, S = prob:match("^B1,H(%d+),Hkv(%d+),S(%d+),")
+      if tgt == r.target and tonumber(sms) == r.sm_count and cand == def and S == s and tonumber(H) == tonumber(bh)
+          and prob:find("," .. causal .. ",", 1, true) then
+        t_def = med
+      end
+    end
+  end
+  local gain = (t_def and r.median_us > 0) and (t_def / r.median_us - 1) * 100 or nil
+  if gain and math.abs(gain) < 0.05 then gain = 0.0 end
+  if gain then n = n + 1; sum_log = sum_log + math.log(t_def / r.median_us) end
+  out[#out + 1] = ("| %s | %s | %s | %s | %s | %.1f | %s |"):format(r.key, r.bucket, def or "(none in the default build)",
+    t_def and ("%.1f"):format(t_def) or "not timed in this sweep", tuned_name, r.median_us,
+    gain and ("%+.1f%%"):format(gain) or "n/a")
+end
+out[#out + 1] = ""
+out[#out + 1] = n > 0 and ("Geometric-mean speed-up over the shipping default across %d rows: %.1f%%."):format(n,
+  (math.exp(sum_log / n) - 1) * 100) or "No row could be compared."
+local text = table.concat(out, "\n") .. "\n"
+if out_path then
+  local f = assert(io.open(out_path, "w")); f:write(text); f:close()
+else
+  io.write(text)
+end
