@@ -308,6 +308,60 @@ Test(gpu, forward_against_cpu, .timeout = 600) {
   for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_forward_geom(&GEOMS[i], 300 + i);
 }
 
+/* Every backward bundle this build holds for a geometry, not only the dispatcher's choice: a tuning build carries
+ * candidates (the Hopper wgmma backward is one until it has run here) that the tuner may pick. Each runs whole
+ * (its own forward, delta prep and backward) and is held to the FP64 reference, like the wgmma forward: its
+ * gradient errors no worse than its CPU twin's (1.25x + 2e-3; the tensor cores keep ~14 bits when they add FP8
+ * products, so bit-level agreement with the twin is not expected), and matched's pre-cast row sums at the
+ * rounding level on the GPU too (its delta prep recomputes P and dP^ with the backward's own instructions). */
+static void run_bundles_geom(const geom *g, uint64_t seed) {
+  h_data d, c;
+  problem_pair(g, seed, &d, &c);
+  h_ref ref;
+  cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
+  static const fa8_delta_mode modes[] = { FA8_DELTA_MATCHED, FA8_DELTA_SPLIT, FA8_DELTA_STALE };
+  for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; ++mi) {
+    const fa8_delta_mode mode = modes[mi];
+    fa8_problem pd = d.cfg.p;
+    pd.delta = mode;
+    const char *names[32];
+    int cnt = 0;
+    cr_assert_eq(fa8_candidates(&pd, 1, names, 32, &cnt), FA8_OK, "%s: %s", g->name, fa8_last_error());
+    for (int i = 0; i < cnt && i < 32; ++i) {
+      char delta[256], twin[256];
+      snprintf(delta, sizeof delta, "fa8_delta_%s", names[i] + strlen("fa8_bundle_"));
+      cpu_twin(delta, twin, sizeof twin);
+      d.cfg.p.instance = names[i];
+      c.cfg.p.instance = twin;
+      cr_assert_eq(h_run(&d, mode), FA8_OK, "%s %s: GPU bundle %s: %s", g->name, h_delta_name(mode), names[i], fa8_last_error());
+      cr_assert_eq(h_run(&c, mode), FA8_OK, "%s %s: CPU twin %s: %s", g->name, h_delta_name(mode), twin, fa8_last_error());
+      const double q_g = h_rel_err_f32(d.dq, ref.dq, d.nq), q_c = h_rel_err_f32(c.dq, ref.dq, c.nq);
+      const double k_g = h_rel_err_f32(d.dk, ref.dk, d.nk), k_c = h_rel_err_f32(c.dk, ref.dk, c.nk);
+      const double v_g = h_rel_err_f32(d.dv, ref.dv, d.nv), v_c = h_rel_err_f32(c.dv, ref.dv, c.nv);
+      fprintf(stderr, "[gpu-bundle] %-30s %-7s %s: vs FP64 dQ gpu %.2e cpu %.2e dK %.2e %.2e dV %.2e %.2e | rowsum pre-ra max "
+              "gpu %.2e cpu %.2e post-ra mean gpu %.3e cpu %.3e\n", g->name, h_delta_name(mode), names[i], q_g, q_c, k_g, k_c,
+              v_g, v_c, d.stats.pre_ra_max, c.stats.pre_ra_max, d.stats.post_ra_mean, c.stats.post_ra_mean);
+      cr_expect_leq(q_g, 1.25 * q_c + 2e-3, "%s %s: %s: dQ error vs FP64 %.2e, the CPU twin's %.2e", g->name, h_delta_name(mode), names[i], q_g, q_c);
+      cr_expect_leq(k_g, 1.25 * k_c + 2e-3, "%s %s: %s: dK error vs FP64 %.2e, the CPU twin's %.2e", g->name, h_delta_name(mode), names[i], k_g, k_c);
+      cr_expect_leq(v_g, 1.25 * v_c + 2e-3, "%s %s: %s: dV error vs FP64 %.2e, the CPU twin's %.2e", g->name, h_delta_name(mode), names[i], v_g, v_c);
+      cr_expect_eq(d.stats.rows, c.stats.rows, "%s: %s: statistics cover %lld rows on the GPU, %lld on the CPU", g->name,
+                   names[i], (long long)d.stats.rows, (long long)c.stats.rows);
+      if (mode == FA8_DELTA_MATCHED)
+        cr_expect_leq(d.stats.pre_ra_max, TOL_ROWSUM, "%s: %s: matched pre-cast row sums %.2e on the GPU", g->name, names[i],
+                      d.stats.pre_ra_max);
+    }
+  }
+  d.cfg.p.instance = c.cfg.p.instance = NULL;
+  h_ref_free(&ref);
+  h_free(&d);
+  h_free(&c);
+}
+
+Test(gpu, every_backward_bundle, .timeout = 1200) {
+  require_gpu();
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_bundles_geom(&GEOMS[i], 2000 + i);
+}
+
 /* One test walks every geometry (one process, one CUDA context); each check names its geometry. */
 Test(gpu, against_cpu, .timeout = 1200) {
   for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_geom(&GEOMS[i], 1000 + i);

@@ -51,6 +51,19 @@ function M.resources(cfg)
       r.regs = math.ceil((bm * v + bm * bn) / threads) + 48
       if f.variant == "split" then r.regs = r.regs + math.ceil(bm * bn / 2 / threads) end
     end
+  elseif t.pipeline == "wgmma" then
+    -- templates/cuda/{bwd,delta}_wgmma: a consumer warpgroup owns 64 keys. The backward keeps dK (qk/2) and dV
+    -- (v/2) per thread, then either S^t and dP^t (bm/2 each) or its dQ columns (qk/consumers/2) with the P^ and
+    -- dS^ fragments (bm/4), plus ~40 of addressing; the matched prep only S^t, dP^t and 2 x bm/4 row sums.
+    local nc = math.max(t.warps // 4 - 1, 1)
+    r.reg_budget = math.min(240, ((65536 - 128 * 24) // (nc * 128)) // 8 * 8)
+    if f.dir == "bwd" then
+      r.smem_bytes = bn * (2 * qk + v) * e + st * 2 * bm * (qk + v) * e + bn * bm * FP8 + st * 4 * bm * F32
+      r.regs = qk // 2 + v // 2 + math.max(bm, qk // nc // 2 + bm // 4) + 40
+    else
+      r.smem_bytes = bm * (qk + v) * e + st * bn * (qk + v) * e + 2 * 4 * nc * bm * F32 + 4 * bm * F32
+      r.regs = bm + bm // 2 + 40
+    end
   else
     -- delta (matched) and bwd: Q, dO tiles (and transposes), K, V, plus dS and P staging
     r.smem_bytes = st * bm * (qk + v) * e * 2 + bn * (qk + v) * e + 2 * bm * bn * FP8 + bm * 8
@@ -118,8 +131,13 @@ M.predicates = {
         -- one producer warpgroup + consumers, each consumer warpgroup owns 64 rows
         if t.warps % 4 ~= 0 or t.warps < 8 then return false, ("wgmma needs whole warpgroups (>=2), got %d warps"):format(t.warps) end
         local consumers = t.warps // 4 - 1
-        if t.block_m ~= 64 * consumers then
+        if cfg.functional.dir == "fwd" and t.block_m ~= 64 * consumers then
           return false, ("BLOCK_M %d must be 64 x %d consumer warpgroups"):format(t.block_m, consumers)
+        end
+        -- the backward and its delta prep: 64 keys per consumer warpgroup, 64-query tiles
+        if cfg.functional.dir ~= "fwd" and (t.block_n ~= 64 * consumers or t.block_m ~= 64) then
+          return false, ("the wgmma backward needs BLOCK_M 64 and BLOCK_N 64 x %d consumer warpgroups, got %dx%d"):format(
+            consumers, t.block_m, t.block_n)
         end
       elseif t.pipeline == "mma" then
         -- templates/cuda: the forward gives each warp 16 whole rows; the backward tiles S/dP as
@@ -155,6 +173,12 @@ M.predicates = {
       if f.hdim_qk % 64 ~= 0 then return false, ("wgmma: head dim %d is not a multiple of the 64-byte swizzle chunk"):format(f.hdim_qk) end
       if t.block_n % 64 ~= 0 then return false, ("wgmma: BLOCK_N %d is not a multiple of the 64-byte swizzle chunk"):format(t.block_n) end
       if t.block_n > 256 or f.hdim_v > 256 then return false, "wgmma: N (BLOCK_N, head dim of V) is at most 256" end
+      if f.dir ~= "fwd" then
+        -- the backward also reads V and dO (head dim of V) in chunks, and splits dQ's columns over its consumers
+        if f.hdim_v % 64 ~= 0 then return false, ("wgmma backward: head dim of V %d is not a multiple of the 64-byte swizzle chunk"):format(f.hdim_v) end
+        local nc = math.max(t.warps // 4 - 1, 1)
+        if f.hdim_qk % (8 * nc) ~= 0 then return false, ("wgmma backward: head dim %d does not split into %d dQ column groups of 8"):format(f.hdim_qk, nc) end
+      end
       return true
     end },
   { name = "threads_fit", fn = function(cfg)

@@ -92,7 +92,8 @@ end
 
 -- position of the config's tile in the shipping (default) profile's list for its pipeline, direction and head dim:
 -- a build with several tiles per key (the tuning profile) then dispatches, untuned, the tile the shipping build
--- would, so `fa8 tune` reports its gain against the real default and not against the smallest tile.
+-- would, so `fa8 tune` reports its gain against the real default and not against the smallest tile. It ranks
+-- before the pipeline: a tuning-only pipeline (the wgmma backward) never becomes a tuning build's default.
 local function default_tile_rank(c)
   local f, t = c.functional, c.tuning
   local hd = math.max(f.hdim_qk or f.hdim or 0, f.hdim_v or f.hdim or 0)
@@ -107,7 +108,7 @@ local function sort_key(c)
   return table.concat({
     c.target.name, DIR_RANK[f.dir], f.fmt, f.fmt_grad or "", ("%03d"):format(f.hdim_qk or f.hdim),
     ("%03d"):format(f.hdim_v or f.hdim), f.causal and 1 or 0, f.variant or "", f.delta or "", f.intype or "",
-    LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], pipeline_rank(c), ("%02d"):format(default_tile_rank(c)),
+    LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], ("%02d"):format(default_tile_rank(c)), pipeline_rank(c),
     ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages), t.pipeline,
   }, "|")
 end

@@ -20,7 +20,8 @@ M.backends = {
   cpu = { ext = "c", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
     "runtime/include/fa8_kernel_abi.h", "templates/cpu/fa8_cpu_tile.h" } },
   cuda = { ext = "cu", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
-    "runtime/include/fa8_kernel_abi.h", "templates/cuda/fa8_cuda_tile.cuh", "templates/cuda/fa8_cuda_sm90.cuh" } },
+    "runtime/include/fa8_kernel_abi.h", "templates/cuda/fa8_cuda_tile.cuh", "templates/cuda/fa8_cuda_sm90.cuh",
+    "templates/cuda/fa8_cuda_sm90_bwd.cuh", "templates/cuda/fa8_cuda_delta_rowdot.cuh" } },
   hip = { ext = "hip", support = {} },
 }
 

@@ -292,8 +292,10 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
       return fa8__fail(FA8_ERR_MISALIGNED, "workspace (%p) is not 8-byte aligned", workspace);
   }
   const fa8__fit fit = { { t->q.scale_rows, t->k.scale_rows, t->v.scale_rows, t->dout_q.scale_rows },
+                         /* the Hopper backward reads every operand and its transposed copy through TMA */
                          tma_ready(&t->q.data) && tma_ready(&t->k.data) && tma_ready(&t->v.data_t) &&
-                         tma_ready(&t->dout_q.data) };
+                         tma_ready(&t->dout_q.data) && tma_ready(&t->q.data_t) && tma_ready(&t->k.data_t) &&
+                         tma_ready(&t->v.data) && tma_ready(&t->dout_q.data_t) };
   fa8__plan plan;
   FA8_TRY(fa8__plan_attention(p, &fit, &plan));
   FA8_TRY(fa8__require(p, &fit, FA8_DIR_BWD, plan.bwd));

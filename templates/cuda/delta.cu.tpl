@@ -3,7 +3,7 @@
  * matched recomputes P and dP^ with the same instructions, in the same order, as the backward
  * (bwd.cu.tpl): the K-reduction of each element runs over the head dim in 32-wide steps in both, so the
  * delta it builds is made of bit-identical values. The other modes are row dot products. */
-#include "fa8_cuda_tile.cuh"
+#include "fa8_cuda_delta_rowdot.cuh"
 
 namespace {
 constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV);
@@ -99,27 +99,8 @@ constexpr size_t SMEM = sizeof(Smem);
 /* row dot products: one warp per row */
 constexpr int THREADS = 128;
 __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) {
-  const int h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x & 31;
-  for (int i = blockIdx.x * BM + (threadIdx.x >> 5); i < min(a.Sq, (blockIdx.x + 1) * BM); i += THREADS / 32) {
-    const uint16_t *o = (const uint16_t *)a.o.ptr + (int64_t)b * a.o.sb + (int64_t)i * a.o.ss + (int64_t)h * a.o.sh;
-    float sum = 0.0f;
-    if (MODE_STALE) {
-      const bool bf = a.dout_type == FA8_IN_BF16;
-      const char *d = (const char *)a.dout.ptr + ((int64_t)b * a.dout.sb + (int64_t)i * a.dout.ss + (int64_t)h * a.dout.sh) * (bf ? 2 : 4);
-      for (int k = lane; k < DV; k += 32)
-        sum += (bf ? fa8_f32_from_bf16(((const uint16_t *)d)[k]) : ((const float *)d)[k]) * fa8_f32_from_bf16(o[k]);
-    } else {
-      const uint8_t *d = (const uint8_t *)a.do_hat.ptr + (int64_t)b * a.do_hat.sb + (int64_t)i * a.do_hat.ss + (int64_t)h * a.do_hat.sh;
-      const uint16_t *orem = MODE_SPLIT ? (const uint16_t *)a.o_rem.ptr + (int64_t)b * a.o_rem.sb + (int64_t)i * a.o_rem.ss + (int64_t)h * a.o_rem.sh : nullptr;
-      for (int k = lane; k < DV; k += 32) {
-        const float ov = MODE_SPLIT ? fa8_f32_from_bf16(o[k]) + fa8_f32_from_bf16(orem[k]) : fa8_f32_from_bf16(o[k]);
-        sum += fa8_dec<FMT_GRAD>(d[k]) * ov;
-      }
-    }
-    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (!MODE_STALE) sum *= fa8_scale_at(a.do_scale, b, h, i);
-    if (lane == 0) a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + i] = sum;
-  }
+  fa8_delta_rowdot<FMT_GRAD, DV, MODE_STALE == 1, MODE_SPLIT == 1>(a, blockIdx.z, blockIdx.y, blockIdx.x * BM,
+                                                                 min(a.Sq, (blockIdx.x + 1) * BM));
 }
 constexpr size_t SMEM = 0;
 #endif

@@ -1,0 +1,125 @@
+/* Hopper (sm_90a) pieces the wgmma backward and its matched delta prep share, so that both recompute P^t and
+ * dP^t with the same instructions in the same order (bit-identical values: docs/numerics.md "Delta"). Used by
+ * templates/cuda/{bwd,delta}_wgmma.cu.tpl only.
+ *
+ * Orientation: a consumer warpgroup owns 64 keys and computes S^t = K Q^t and dP^t = V dO^t (M = 64 keys,
+ * N = the query tile), so P^t and dS^t land in the accumulator layout that converts into the A operand of
+ * dV += P^t dO and dK += dS^t Q without a transpose. */
+#ifndef FA8_CUDA_SM90_BWD_CUH
+#define FA8_CUDA_SM90_BWD_CUH
+
+#include "fa8_cuda_sm90.cuh"
+
+/* two FP8 codes of format F from (lo, hi), lo in the low byte */
+template <fa8_fmt F> __device__ __forceinline__ uint32_t fa8_pack_x2(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t fa8_pack_x2<FA8_FMT_E4M3>(float lo, float hi) { return fa8_pack_e4m3x2(lo, hi); }
+template <> __device__ __forceinline__ uint32_t fa8_pack_x2<FA8_FMT_E5M2>(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+/* An m64nN FP32 accumulator (N/2 values per thread) -> FP8 A fragments of format F, one per 32-wide k-step
+ * along N: the same permutation the forward uses for P^ (fa8_quad_to_a). */
+template <fa8_fmt F, int N>
+__device__ __forceinline__ void fa8_acc_to_a(const float (&x)[N / 2], uint32_t (&af)[N / 32][4]) {
+#pragma unroll
+  for (int kb = 0; kb < N / 32; ++kb) {
+    uint32_t w[2][2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int c0 = 4 * kb + 2 * h;
+        w[r][h] = fa8_pack_x2<F>(x[4 * c0 + 2 * r], x[4 * c0 + 2 * r + 1]) |
+                  (fa8_pack_x2<F>(x[4 * (c0 + 1) + 2 * r], x[4 * (c0 + 1) + 2 * r + 1]) << 16);
+      }
+    fa8_quad_to_a(w[0][0], w[0][1], af[kb][0], af[kb][2]);
+    fa8_quad_to_a(w[1][0], w[1][1], af[kb][1], af[kb][3]);
+  }
+}
+
+/* Byte offset of (row, byte k) inside one [rows][64-byte] chunk written with the 64-byte swizzle (the layout
+ * TMA's CU_TENSOR_MAP_SWIZZLE_64B produces and fa8_wgmma_desc reads): 16-byte unit bits 4-5 ^= bits 7-8. */
+__device__ __forceinline__ int fa8_swz64(int row, int k) {
+  const int off = row * FA8_CHUNK + k;
+  return off ^ ((off & 0x180) >> 3);
+}
+
+/* Generic-proxy shared-memory writes become visible to the async proxy (wgmma operands). */
+__device__ __forceinline__ void fa8_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+/* Accumulator element i of an m64nN tile: row (within the warpgroup's 64) and column. */
+__device__ __forceinline__ int fa8_acc_row(int i) { return ((threadIdx.x % 128) >> 5) * 16 + ((threadIdx.x & 31) >> 2) + 8 * ((i >> 1) & 1); }
+__device__ __forceinline__ int fa8_acc_col(int i) { return (i >> 2) * 8 + 2 * (threadIdx.x & 3) + (i & 1); }
+
+/* d (64 x 64, FP32) (+)= A (smem) B (smem), one k-step of 32, A of format FA, B of format FB: the shape of the
+ * S^t and dP^t recomputation (N = a query tile of 64) */
+template <fa8_fmt FA, fa8_fmt FB> struct fa8_wgmma_ss_n64;
+template <> struct fa8_wgmma_ss_n64<FA8_FMT_E4M3, FA8_FMT_E4M3> {
+  static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(accumulate));
+  }
+};
+template <> struct fa8_wgmma_ss_n64<FA8_FMT_E4M3, FA8_FMT_E5M2> {
+  static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e5m2 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(accumulate));
+  }
+};
+template <> struct fa8_wgmma_ss_n64<FA8_FMT_E5M2, FA8_FMT_E4M3> {
+  static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e4m3 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(accumulate));
+  }
+};
+template <> struct fa8_wgmma_ss_n64<FA8_FMT_E5M2, FA8_FMT_E5M2> {
+  static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+                 : "l"(da), "l"(db), "r"(accumulate));
+  }
+};
+
+/* S^t = K Q^t and dP^t = V dO^t for this warpgroup's 64 keys and a 64-query tile, issued and committed (not
+ * waited): k, v point at the warpgroup's rows of the K / V chunks ([rows][64 B] each, chunk stride kcs / vcs
+ * bytes), q, dout at the query tile's chunks (64 rows each). One instruction sequence for the backward and for
+ * the matched delta prep. */
+template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DQK, int DV>
+__device__ __forceinline__ void fa8_recompute_issue(float (&s)[32], float (&dp)[32], const uint8_t *k, int kcs,
+                                                    const uint8_t *v, int vcs, const uint8_t *q, const uint8_t *dout) {
+  fa8_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < DQK / 32; ++kk)
+    fa8_wgmma_ss_n64<FMT, FMT>::run(s, fa8_wgmma_desc(k + (kk / 2) * kcs + (kk % 2) * 32),
+                                    fa8_wgmma_desc(q + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+#pragma unroll
+  for (int kk = 0; kk < DV / 32; ++kk)
+    fa8_wgmma_ss_n64<FMT, FMT_GRAD>::run(dp, fa8_wgmma_desc(v + (kk / 2) * vcs + (kk % 2) * 32),
+                                         fa8_wgmma_desc(dout + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+  fa8_wgmma_commit();
+}
+
+/* Per-query row data of a 64-query tile, as both kernels read it: q and dO scales, LSE in log2 units, delta. */
+struct fa8_qrows {
+  float qs[64], dos[64], lse2[64], delta[64];
+};
+
+/* P_ij and dP^_ij (scaled) from the recomputed accumulators, element i of this thread: the backward's and the
+ * prep's arithmetic, one definition. key/row are absolute indices; ks/vs the key's scales. */
+__device__ __forceinline__ void fa8_p_dp(float s, float d, const fa8_qrows &r, int ql, float ks, float vs, float cl2e,
+                                         bool vis, float &p, float &dpv) {
+  const float tt = s * ((r.qs[ql] * ks) * cl2e);
+  p = (!vis || r.lse2[ql] == -INFINITY) ? 0.0f : exp2f(tt - r.lse2[ql]);
+  dpv = d * (r.dos[ql] * vs);
+}
+
+#endif
