@@ -337,7 +337,9 @@ function M.run(opts)
     for _, row in ipairs(opts.tuned_rows) do
       if built_targets[row.target] then
         local c = tuned.config_of(row, reg)
-        if geo_built[row.target .. ":" .. c.functional.hdim_qk .. "x" .. c.functional.hdim_v] then
+        -- rows for geometries or pipelines this build leaves out are left out too
+        if geo_built[row.target .. ":" .. c.functional.hdim_qk .. "x" .. c.functional.hdim_v]
+            and (not want_pipes or want_pipes[c.tuning.pipeline]) then
           add_with_parts(c, row)
           result.tuned[#result.tuned + 1] = row
         end
