@@ -257,12 +257,11 @@ class CudaOnly(unittest.TestCase):
     def test_dispatch_names(self):
         q, k, v, _ = inputs("cuda", 1, 256, 256, 8, 2, 128, 128)
         n = fa8.dispatch_names(q, k, v, causal=True)
-        self.assertIn("sm_90", n["fwd"] + n["bwd"])
+        self.assertIn("_sm90", n["fwd"] + n["bwd"])   # names carry the target: fa8_fwd_sm90a_e4m3_...
         print(f"\n  dispatch d128 causal: {n}")
 
     def test_large_realistic(self):
         # the probe's shape class: B=16, S=256, 8/2 heads, d=64, and a long one
-        self.assertTrue(True)
         for (B, S, H, Hkv, D) in ((16, 256, 8, 2, 64), (1, 2048, 16, 4, 128)):
             q, k, v, do = inputs("cuda", B, S, S, H, Hkv, D, D, seed=13)
             ref = sdpa_ref(q, k, v, do, True)
