@@ -23,11 +23,19 @@ import os
 import sys
 import unittest
 
+
+def _skip_all(why):
+    if __name__ == "__main__":    # run as a script (meson): 77 = skipped
+        print(why)
+        sys.exit(77)
+    raise unittest.SkipTest(why)
+
+
 try:
     import torch
     import torch.nn.functional as F
 except ImportError:  # pragma: no cover
-    raise unittest.SkipTest("torch is not installed: the PyTorch binding's tests are skipped")
+    _skip_all("torch is not installed: the PyTorch binding's tests are skipped")
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 import fa8  # noqa: E402
@@ -37,7 +45,7 @@ try:
     fa8.set_library(os.environ.get("FA8_LIBRARY") or capi._find_library())
     fa8.torch.lib()
 except OSError as e:  # pragma: no cover
-    raise unittest.SkipTest(f"libfa8.so not loadable ({e}): build fa8 or set FA8_LIBRARY")
+    _skip_all(f"libfa8.so not loadable ({e}): build fa8 or set FA8_LIBRARY")
 
 HAVE_CUDA = torch.cuda.is_available()
 RUN_CPU = os.environ.get("FA8_TEST_CPU", "1") != "0"
