@@ -93,9 +93,13 @@ class Block(nn.Module):
 
 class Decoder(nn.Module):
     def __init__(self, vocab, seqlen, layers=4, d_model=256, heads=8, kv_heads=2, head_dim=64, ffn=1024,
-                 qk_norm=True):
+                 qk_norm=True, token_shift=False):
         super().__init__()
         self.emb = nn.Embedding(vocab, d_model)
+        # token shift: the input at t also carries an embedding of token t-1 (index `vocab` at t = 0), so a value
+        # position already knows its key and recall is one attention hop instead of an induction circuit
+        self.emb_prev = nn.Embedding(vocab + 1, d_model) if token_shift else None
+        self.vocab = vocab
         self.blocks = nn.ModuleList(Block(d_model, heads, kv_heads, head_dim, ffn, qk_norm) for _ in range(layers))
         self.norm = RMSNorm(d_model)
         self.head = nn.Linear(d_model, vocab, bias=False)
@@ -112,6 +116,9 @@ class Decoder(nn.Module):
         S = tokens.shape[1]
         cos, sin = rope_tables(S, self.head_dim, device=tokens.device)
         x = self.emb(tokens)
+        if self.emb_prev is not None:
+            prev = torch.cat([torch.full_like(tokens[:, :1], self.vocab), tokens[:, :-1]], 1)
+            x = x + self.emb_prev(prev)
         for b in self.blocks:
             x = b(x, cos, sin, attn_fn, probe_logits)
         return self.head(self.norm(x))

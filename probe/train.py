@@ -93,9 +93,12 @@ def parse():
     ap.add_argument("--time-budget-s", type=float, default=420.0, help="the whole probe, calibration included")
     ap.add_argument("--grad-fmt", default="e4m3", choices=["e4m3", "e5m2"], help="fa8's dO / dS format")
     ap.add_argument("--no-qk-norm", action="store_true", help="plain QK (no RMSNorm, no gains)")
+    ap.add_argument("--token-shift", type=int, default=None, help="1: add an embedding of the previous token to "
+                    "the input (recall becomes one attention hop); 0: plain (needs an induction circuit)")
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--clip", type=float, default=1.0, help="gradient-norm clip (0: off)")
     ap.add_argument("--no-calibrate", action="store_true", help="do not lower --steps to fit the budget")
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's default)")
     for k, v in PRESETS["default"].items():   # every preset field can be overridden
         ap.add_argument("--" + k.replace("_", "-"), type=type(v), default=None)
     a = ap.parse_args()
@@ -105,6 +108,9 @@ def parse():
     for k in PRESETS["default"]:
         if getattr(a, k) is not None:
             cfg[k] = getattr(a, k)
+    cfg.setdefault("token_shift", 1)
+    if a.token_shift is not None:
+        cfg["token_shift"] = a.token_shift
     a.cfg = cfg
     a.arm_list = [x for x in a.arms.split(",") if x]
     for arm in a.arm_list:
@@ -140,7 +146,8 @@ class Run:
         torch.manual_seed(seed)                                 # identical initialization in every arm
         c = self.cfg
         self.model = Decoder(task.vocab, task.seqlen, c["layers"], c["d_model"], c["heads"], c["kv_heads"],
-                             c["head_dim"], c["ffn"], qk_norm=not a.no_qk_norm).to(self.dev)
+                             c["head_dim"], c["ffn"], qk_norm=not a.no_qk_norm,
+                             token_shift=bool(c["token_shift"])).to(self.dev)
         fused = self.dev.type == "cuda"
         self.opt = torch.optim.AdamW(self.model.param_groups(a.weight_decay), lr=c["lr"], betas=(0.9, 0.95),
                                      eps=1e-8, fused=fused)
@@ -219,20 +226,67 @@ def environment(a):
     if a.device == "cuda":
         env.update(gpu=torch.cuda.get_device_name(), cuda=torch.version.cuda)
     if any(x.startswith("fa8-") for x in a.arm_list):
-        import fa8
-        env["fa8_library"] = fa8.torch.lib().lib._name
-        env["fa8_generator_hash"] = fa8.torch.lib().generator_hash()
-        c = a.cfg
-        dev = torch.device(a.device)
-        z = lambda h, s=None: torch.zeros(1, 16, h, c["head_dim"], dtype=torch.bfloat16, device=dev)  # noqa: E731
-        env["fa8_dispatch"] = fa8.dispatch_names(z(c["heads"]), z(c["kv_heads"]), z(c["kv_heads"]), causal=True,
-                                                 grad_fmt=a.grad_fmt)
+        try:
+            import fa8
+            env["fa8_library"] = fa8.torch.lib().lib._name
+            env["fa8_generator_hash"] = fa8.torch.lib().generator_hash()
+            c = a.cfg
+            S = 2 * (c["pairs"] + c["queries"])   # the training problem's shape (tuned tables key on it)
+            env["fa8_dispatch"] = dict(fa8.check_supported(a.device, c["batch"], S, S, c["heads"], c["kv_heads"],
+                                                           c["head_dim"], c["head_dim"], True, "matched", "e4m3",
+                                                           a.grad_fmt))
+        except Exception as e:  # noqa: BLE001 - recorded; the fa8 arms will fail (and say why) on their own
+            env["fa8_error"] = f"{type(e).__name__}: {e}"
     return env
+
+
+def train_one(arm, seed, a, task, steps, deadline, res):
+    """One arm x seed from step 0; returns its record (log, final gains, truncated / diverged)."""
+    c = a.cfg
+    r = Run(arm, seed, a, task)
+    rec = dict(arm=arm, seed=seed, log=[], truncated=False, diverged=False)
+    t0 = time.time()
+    ev = r.evaluate()
+    rec["log"].append(dict(step=0, train_loss=None, grad_norm=None, lr=0.0, **ev))
+    acc_loss, acc_gn, acc_n = torch.zeros((), device=r.dev), torch.zeros((), device=r.dev), 0
+    while r.step < steps:
+        loss, gn = r.train_step(steps)
+        acc_loss += loss
+        acc_gn += gn
+        acc_n += 1
+        if r.step % c["eval_every"] == 0 or r.step == steps:
+            tl = float(acc_loss) / acc_n
+            ev = r.evaluate()
+            rec["log"].append(dict(step=r.step, train_loss=tl, grad_norm=float(acc_gn) / acc_n,
+                                   lr=lr_at(r.step - 1, c, steps), **ev))
+            acc_loss.zero_()
+            acc_gn.zero_()
+            acc_n = 0
+            L = ev["layers"]
+            print(f"{arm:12s} seed {seed} step {r.step:5d}  train {tl:.4f}  val {ev['val_loss']:.4f}  "
+                  f"acc {ev['val_acc']:.3f}  max|gq| {max(x['max_gq'] for x in L):.2f}  "
+                  f"max|gk| {max(x['max_gk'] for x in L):.2f}  top4 {max(x['topk_share'] for x in L):.3f}  "
+                  f"logit {max(x['max_logit'] for x in L):.1f}  ({time.time() - t0:.0f} s)", flush=True)
+            if not math.isfinite(tl):
+                rec["diverged"] = True
+                break
+        if time.time() >= deadline:
+            rec["truncated"] = True
+            res["notes"].append(f"{arm} seed {seed} stopped at step {r.step} by the time budget")
+            break
+    sync(r.dev)
+    rec.update(steps_done=r.step, seconds=time.time() - t0,
+               ms_per_step=1000 * (time.time() - t0) / max(1, r.step), final_gains=r.final_gains())
+    return rec
 
 
 def main():
     a = parse()
     os.makedirs(a.out, exist_ok=True)
+    if a.threads > 0:
+        torch.set_num_threads(a.threads)
+    if a.device == "cpu":
+        torch.set_flush_denormal(True)
     t_start = time.time()
     deadline = t_start + a.time_budget_s
     if a.lib:
@@ -248,7 +302,15 @@ def main():
                env=environment(a), runs=[], notes=[])
     steps = c["steps"]
     if not a.no_calibrate:
-        cal = calibrate(a, task, a.arm_list)
+        try:
+            cal = calibrate(a, task, a.arm_list)
+        except Exception as e:  # noqa: BLE001 - e.g. fa8 failing: keep the arms that run, say why
+            import traceback
+            traceback.print_exc()
+            res["notes"].append(f"calibration failed ({type(e).__name__}: {str(e).splitlines()[0][:300]}); "
+                                "fa8 arms dropped, sdpa arm only")
+            a.arm_list = [x for x in a.arm_list if x == "sdpa-bf16"]
+            cal = calibrate(a, task, a.arm_list)
         res["calibration"] = cal
         per_seed = 0.0
         for arm in a.arm_list:
@@ -271,46 +333,17 @@ def main():
             if time.time() >= deadline:
                 res["runs"].append(dict(arm=arm, seed=seed, skipped="time budget spent"))
                 continue
-            r = Run(arm, seed, a, task)
-            rec = dict(arm=arm, seed=seed, log=[], truncated=False, diverged=False)
-            t0 = time.time()
-            ev = r.evaluate()
-            rec["log"].append(dict(step=0, train_loss=None, grad_norm=None, lr=0.0, **ev))
-            acc_loss, acc_gn, acc_n = torch.zeros((), device=r.dev), torch.zeros((), device=r.dev), 0
-            while r.step < steps:
-                loss, gn = r.train_step(steps)
-                acc_loss += loss
-                acc_gn += gn
-                acc_n += 1
-                if r.step % c["eval_every"] == 0 or r.step == steps:
-                    tl = float(acc_loss) / acc_n
-                    ev = r.evaluate()
-                    rec["log"].append(dict(step=r.step, train_loss=tl, grad_norm=float(acc_gn) / acc_n,
-                                           lr=lr_at(r.step - 1, c, steps), **ev))
-                    acc_loss.zero_()
-                    acc_gn.zero_()
-                    acc_n = 0
-                    L = ev["layers"]
-                    print(f"{arm:12s} seed {seed} step {r.step:5d}  train {tl:.4f}  val {ev['val_loss']:.4f}  "
-                          f"acc {ev['val_acc']:.3f}  max|gq| {max(x['max_gq'] for x in L):.2f}  "
-                          f"max|gk| {max(x['max_gk'] for x in L):.2f}  top4 {max(x['topk_share'] for x in L):.3f}  "
-                          f"logit {max(x['max_logit'] for x in L):.1f}  ({time.time() - t0:.0f} s)", flush=True)
-                    if not math.isfinite(tl):
-                        rec["diverged"] = True
-                        break
-                if time.time() >= deadline:
-                    rec["truncated"] = True
-                    res["notes"].append(f"{arm} seed {seed} stopped at step {r.step} by the time budget")
-                    break
-            sync(r.dev)
-            rec.update(steps_done=r.step, seconds=time.time() - t0,
-                       ms_per_step=1000 * (time.time() - t0) / max(1, r.step), final_gains=r.final_gains())
+            try:
+                rec = train_one(arm, seed, a, task, steps, deadline, res)
+            except Exception as e:  # noqa: BLE001 - one failing arm must not lose the others' results
+                import traceback
+                traceback.print_exc()
+                rec = dict(arm=arm, seed=seed, skipped=f"error: {type(e).__name__}: {str(e).splitlines()[0][:300]}")
             res["runs"].append(rec)
             res["seconds_total"] = time.time() - t_start
             with open(os.path.join(a.out, "results.json"), "w") as fh:
                 json.dump(res, fh, indent=1)
             report.write(res, a.out)
-            del r
     res["seconds_total"] = time.time() - t_start
     with open(os.path.join(a.out, "results.json"), "w") as fh:
         json.dump(res, fh, indent=1)
