@@ -71,13 +71,16 @@ DEFAULT_ARMS = "sdpa-bf16,fa8-stale,fa8-matched,fa8-split"
 PRESETS = {
     # the H200 default (see the header)
     "default": dict(layers=4, d_model=256, heads=8, kv_heads=2, head_dim=64, ffn=1024, n_keys=128, n_values=128,
-                    pairs=32, queries=96, batch=64, steps=3000, eval_every=100, val_batches=4, lr=2e-3, warmup=100),
+                    pairs=64, queries=64, batch=64, steps=3000, eval_every=100, val_batches=4, lr=2e-3, warmup=100,
+                    token_shift=1, noise=0.1),
     # tiny, for a CPU without a GPU: checks that everything runs end to end (not that anything is learned)
     "smoke": dict(layers=2, d_model=64, heads=2, kv_heads=1, head_dim=64, ffn=128, n_keys=16, n_values=16,
-                  pairs=8, queries=8, batch=8, steps=12, eval_every=6, val_batches=1, lr=1e-3, warmup=2),
+                  pairs=8, queries=8, batch=8, steps=12, eval_every=6, val_batches=1, lr=1e-3, warmup=2,
+                  token_shift=1, noise=0.1),
     # CPU learnability check of the sdpa arm (minutes on 2 cores)
-    "cpu-check": dict(layers=2, d_model=128, heads=4, kv_heads=2, head_dim=64, ffn=256, n_keys=32, n_values=32,
-                      pairs=16, queries=16, batch=32, steps=600, eval_every=50, val_batches=2, lr=1e-3, warmup=50),
+    "cpu-check": dict(layers=2, d_model=128, heads=4, kv_heads=2, head_dim=64, ffn=256, n_keys=128, n_values=128,
+                      pairs=64, queries=32, batch=16, steps=600, eval_every=100, val_batches=1, lr=2e-3, warmup=50,
+                      token_shift=1, noise=0.1),
 }
 
 
@@ -93,8 +96,6 @@ def parse():
     ap.add_argument("--time-budget-s", type=float, default=420.0, help="the whole probe, calibration included")
     ap.add_argument("--grad-fmt", default="e4m3", choices=["e4m3", "e5m2"], help="fa8's dO / dS format")
     ap.add_argument("--no-qk-norm", action="store_true", help="plain QK (no RMSNorm, no gains)")
-    ap.add_argument("--token-shift", type=int, default=None, help="1: add an embedding of the previous token to "
-                    "the input (recall becomes one attention hop); 0: plain (needs an induction circuit)")
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--clip", type=float, default=1.0, help="gradient-norm clip (0: off)")
     ap.add_argument("--no-calibrate", action="store_true", help="do not lower --steps to fit the budget")
@@ -108,9 +109,6 @@ def parse():
     for k in PRESETS["default"]:
         if getattr(a, k) is not None:
             cfg[k] = getattr(a, k)
-    cfg.setdefault("token_shift", 1)
-    if a.token_shift is not None:
-        cfg["token_shift"] = a.token_shift
     a.cfg = cfg
     a.arm_list = [x for x in a.arms.split(",") if x]
     for arm in a.arm_list:
@@ -295,10 +293,11 @@ def main():
         import fa8
         fa8.set_library(a.lib or os.environ.get("FA8_LIBRARY") or None)
     c = a.cfg
-    task = MQAR(c["n_keys"], c["n_values"], c["pairs"], c["queries"], device=a.device)
+    task = MQAR(c["n_keys"], c["n_values"], c["pairs"], c["queries"], device=a.device, noise=c["noise"])
     res = dict(config=dict(c, arms=a.arm_list, seeds=a.seed_list, grad_fmt=a.grad_fmt, qk_norm=not a.no_qk_norm,
                            weight_decay=a.weight_decay, clip=a.clip, preset=a.preset, seqlen=task.seqlen,
-                           vocab=task.vocab, chance=task.chance(), time_budget_s=a.time_budget_s),
+                           vocab=task.vocab, chance=task.chance(), best_acc=task.best(),
+                           time_budget_s=a.time_budget_s),
                env=environment(a), runs=[], notes=[])
     steps = c["steps"]
     if not a.no_calibrate:
