@@ -8,7 +8,8 @@ _TORCH_NAMES = ("attention", "attention_with_stats", "dispatch_names", "set_libr
 
 
 def __getattr__(name):   # PEP 562: load the torch binding lazily
-    if name in _TORCH_NAMES:
-        from . import torch as _binding
-        return getattr(_binding, name)
+    if name in _TORCH_NAMES or name == "torch":
+        import importlib
+        binding = importlib.import_module(__name__ + ".torch")   # not `from . import`: that asks getattr again
+        return binding if name == "torch" else getattr(binding, name)
     raise AttributeError(f"module 'fa8' has no attribute {name!r}")
