@@ -25,7 +25,7 @@ step. Arithmetic: ~6 x 3.5e6 x 16384 = 3.4e11 FLOP of matmuls plus ~4 x 3.2e10 o
 fused AdamW) ~ 6-10 ms, and each fa8 attention call adds its ctypes plumbing (3 quantize + forward, 1 quantize
 + backward: ~0.5-1 ms a layer) -> ~10 ms (sdpa) and ~15 ms (fa8) a step. 3000 steps x (10 + 3 x 15) ms =
 165 s a seed, evaluation (4 x 64-sequence forward batches every 100 steps) < 1 %; 2 seeds ~ 330 s.
---time-budget-s (default 420; h200-run passes what is left of its 560 s) is enforced twice: before training,
+--time-budget-s (default 420; h200-run passes what is left of its 540 s) is enforced twice: before training,
 the probe times 20 steps of the sdpa arm and of one fa8 arm and, if all arms x seeds would not fit, lowers
 --steps for every run alike (reported as steps_reduced_from: "as many steps as fit, up to 3000"); while
 training, a run that reaches the deadline stops and is marked truncated, and the runs after it are skipped.
