@@ -15,10 +15,20 @@ def _runs(res):
     return [r for r in res["runs"] if "log" in r and r["log"]]
 
 
+def _rowsum(r):
+    """Mean over layers of the rounding-aware post-cast dS row-sum residual, last measured point (fa8 arms)."""
+    for p in reversed(r["log"]):
+        rs = [x for x in (p.get("rowsums") or []) if x]
+        if rs:
+            return sum(x["post_ra_mean"] for x in rs) / len(rs), sum(x["pre_ra_mean"] for x in rs) / len(rs)
+    return None, None
+
+
 def _final(r):
     last = r["log"][-1]
     L = last["layers"]
-    return dict(step=last["step"], val_loss=last["val_loss"], val_acc=last["val_acc"],
+    post, pre = _rowsum(r)
+    return dict(rowsum_post=post, rowsum_pre=pre, step=last["step"], val_loss=last["val_loss"], val_acc=last["val_acc"],
                 max_gq=max(x["max_gq"] for x in L), max_gk=max(x["max_gk"] for x in L),
                 top4=max(x["topk_share"] for x in L), max_prod=max(x["max_prod"] for x in L),
                 max_logit=max(x["max_logit"] for x in L))
@@ -47,17 +57,19 @@ def summary(res):
     if c.get("steps_reduced_from"):
         lines.append(f"**Steps were lowered from {c['steps_reduced_from']} to {c['steps']} to fit the time budget.**")
     lines += ["", "## Final values (max over layers for the gain columns)", "",
-              "| arm | seed | step | val loss | val acc | max abs g_q | max abs g_k | top-4 share of sum abs g_q g_k | max abs g_q g_k | max logit | ms/step |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| arm | seed | step | val loss | val acc | max abs g_q | max abs g_k | top-4 share of sum abs g_q g_k | max abs g_q g_k | max logit | dS row sums pre / post cast | ms/step |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         f = _final(r)
         flag = " (truncated)" if r.get("truncated") else " (diverged)" if r.get("diverged") else ""
         lines.append(f"| {r['arm']}{flag} | {r['seed']} | {f['step']} | {f['val_loss']:.4f} | {f['val_acc']:.3f} | "
                      f"{f['max_gq']:.3f} | {f['max_gk']:.3f} | {f['top4']:.3f} | {f['max_prod']:.3f} | "
-                     f"{_fmt(f['max_logit'], 1)} | {r.get('ms_per_step', 0):.1f} |")
+                     f"{_fmt(f['max_logit'], 1)} | "
+                     + (f"{f['rowsum_pre']:.1e} / {f['rowsum_post']:.1e}" if f["rowsum_post"] is not None else "-")
+                     + f" | {r.get('ms_per_step', 0):.1f} |")
     for r in res["runs"]:
         if "skipped" in r:
-            lines.append(f"| {r['arm']} | {r['seed']} | skipped: {r['skipped']} | | | | | | | | |")
+            lines.append(f"| {r['arm']} | {r['seed']} | skipped: {r['skipped']} | | | | | | | | | |")
     # means over seeds, and differences against the BF16 reference
     arms = []
     for r in runs:
@@ -100,9 +112,12 @@ def summary(res):
                          + (f" (seed spread of max abs g_q up to {max(sp):.3f}: a difference below it is not a finding)." if sp else "."))
     for n in res.get("notes", []):
         lines.append(f"- note: {n}")
-    lines += ["", "Plots: loss.png, accuracy.png, gains.png (per layer max abs g_q and g_k), concentration.png "
-              "(per layer top-4 share), logits.png (per layer max scaled logit), final_gains.png (sorted |g_q g_k| "
-              "per channel at the end, layer of largest product).", "",
+    lines += ["", "dS row sums: fa8_backward's collect_stats on the q, k, v and dO of the training step before each "
+              "evaluation, in the arm's own delta mode, mean over rows of |sum_j dS_ij| / sum_j P_ij(|dP_ij| + |delta_i|), "
+              "averaged over layers (docs/numerics.md).", "",
+              "Plots: loss.png, accuracy.png, gains.png (per layer max abs g_q and g_k), concentration.png "
+              "(per layer top-4 share), logits.png (per layer max scaled logit), rowsums.png (dS row sums of the fa8 "
+              "arms per layer), final_gains.png (sorted |g_q g_k| per channel at the end, layer of largest product).", "",
               f"Total probe time: {res.get('seconds_total', 0):.0f} s.", ""]
     return "\n".join(lines)
 
@@ -166,6 +181,26 @@ def plots(res, out):
     per_layer("concentration.png", [("topk_share", "top-4 share of sum |g_q g_k|"), ("max_prod", "max |g_q g_k|")],
               "concentration of the QK gains")
     per_layer("logits.png", [("max_logit", "max |scaled logit|")], "largest attention logit (first val sequence)")
+
+    fa = [r for r in runs if any(p.get("rowsums") for p in r["log"])]
+    if fa:
+        fig, axs = plt.subplots(2, nl, figsize=(3.2 * nl, 5.6), squeeze=False)
+        for i, key in enumerate(("pre_ra_mean", "post_ra_mean")):
+            for l in range(nl):
+                ax = axs[i][l]
+                for r in fa:
+                    pts = [(p["step"], p["rowsums"][l][key]) for p in r["log"]
+                           if p.get("rowsums") and l < len(p["rowsums"]) and p["rowsums"][l]]
+                    if pts:
+                        ax.plot([x for x, _ in pts], [max(y, 1e-12) for _, y in pts], **style(r))
+                ax.set_yscale("log")
+                ax.set_title(f"layer {l}: {'before' if i == 0 else 'after'} the dS cast", fontsize=9)
+                ax.set_xlabel("step", fontsize=8)
+        axs[0][-1].legend(fontsize=6)
+        fig.suptitle("dS row sums, rounding-aware (training tensors, each arm's delta mode)")
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, "rowsums.png"), dpi=100)
+        plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for r in runs:

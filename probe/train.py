@@ -10,7 +10,8 @@ Same model, same initialization, same data order, four attention arms:
 needs attention. Model (probe/model.py): decoder-only, pre-norm, GQA, RoPE, QK RMSNorm with learnable per-channel
 gains gain_q / gain_k per layer. Logged from step 0 every --eval-every steps: train loss, validation loss and
 accuracy, per-layer max|gain_q|, max|gain_k|, the share of sum_c |gain_q[c] gain_k[c]| held by the top 4 channels
-(uniform: 4/64 = 0.0625), the largest |scaled logit|, and the gradient norm. An emulated study (FP8 casts in
+(uniform: 4/64 = 0.0625), the largest |scaled logit|, the gradient norm, and for the fa8 arms fa8's dS row-sum
+residuals (collect_stats) on the q, k, v and dO of the step before each evaluation, in the arm's delta mode. An emulated study (FP8 casts in
 plain torch, 4 layers, d=256, 2000 steps) saw stale delta grow the gains and concentrate them in a few channels
 while matched tracked BF16, with no loss difference: hence gains from step 0, not only the loss.
 
@@ -132,6 +133,39 @@ def attn_fn(arm, grad_fmt):
     return lambda q, k, v: fa8.attention(q, k, v, causal=True, delta=mode, grad_fmt=grad_fmt)
 
 
+class Capture:
+    """Wraps an attention function; when armed, keeps each layer's BF16 q, k, v and the gradient of its output
+    (dO) from one training step, for fa8's dS row-sum statistics on the tensors training really produced."""
+
+    def __init__(self, fn):
+        self.fn, self.armed, self.layers = fn, False, []
+
+    def __call__(self, q, k, v):
+        o = self.fn(q, k, v)
+        if self.armed and torch.is_grad_enabled() and o.requires_grad:
+            rec = {"qkv": (q.detach(), k.detach(), v.detach())}
+            o.register_hook(lambda g, rec=rec: rec.__setitem__("do", g.detach()))
+            self.layers.append(rec)
+        return o
+
+
+def rowsum_stats(cap, mode, grad_fmt):
+    """fa8_backward's row-sum statistics (collect_stats) per layer for the captured step, in the arm's delta mode:
+    the mean rounding-aware residual |sum_j dS_ij| / sum_j P_ij(|dP_ij| + |delta_i|) before and after the cast."""
+    import fa8
+    out = []
+    for rec in cap.layers:
+        if "do" not in rec:
+            out.append(None)
+            continue
+        q, k, v = rec["qkv"]
+        st = fa8.attention_with_stats(q, k, v, rec["do"].to(torch.bfloat16).contiguous(), causal=True, delta=mode,
+                                      grad_fmt=grad_fmt)["stats"]
+        out.append({kk: st[kk] for kk in ("pre_ra_mean", "post_ra_mean", "pre_ra_max", "post_ra_max")})
+    cap.layers = []
+    return out
+
+
 def lr_at(step, cfg, steps):
     if step < cfg["warmup"]:
         return cfg["lr"] * (step + 1) / cfg["warmup"]
@@ -153,20 +187,25 @@ class Run:
         fused = self.dev.type == "cuda"
         self.opt = torch.optim.AdamW(self.model.param_groups(a.weight_decay), lr=c["lr"], betas=(0.9, 0.95),
                                      eps=1e-8, fused=fused)
-        self.fn = attn_fn(arm, a.grad_fmt)
+        self.fn = Capture(attn_fn(arm, a.grad_fmt))
         self.step = 0
+        self.last_rowsums = None
 
     def loss(self, x, y, probe_logits=False):
         with torch.autocast(self.dev.type, dtype=torch.bfloat16):
             logits = self.model(x, self.fn, probe_logits)
         return F.cross_entropy(logits.float().flatten(0, 1), y.flatten(), ignore_index=-100), logits
 
-    def train_step(self, steps):
+    def train_step(self, steps, capture=False):
         x, y = self.task.batch(self.cfg["batch"], 1_000_003 * (self.seed + 1) + self.step)   # same order per seed
         for g in self.opt.param_groups:
             g["lr"] = lr_at(self.step, self.cfg, steps)
+        self.fn.armed = capture and self.arm.startswith("fa8-")
         loss, _ = self.loss(x, y)
         loss.backward()
+        if self.fn.armed:
+            self.fn.armed = False
+            self.last_rowsums = rowsum_stats(self.fn, self.arm[4:], self.a.grad_fmt)
         gn = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.a.clip if self.a.clip > 0 else float("inf"))
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
@@ -252,7 +291,8 @@ def train_one(arm, seed, a, task, steps, deadline, res):
     rec["log"].append(dict(step=0, train_loss=None, grad_norm=None, lr=0.0, **ev))
     acc_loss, acc_gn, acc_n = torch.zeros((), device=r.dev), torch.zeros((), device=r.dev), 0
     while r.step < steps:
-        loss, gn = r.train_step(steps)
+        # the step before each evaluation also measures fa8's dS row sums on its own tensors (fa8 arms)
+        loss, gn = r.train_step(steps, capture=(r.step + 1) % c["eval_every"] == 0 or r.step + 1 == steps)
         acc_loss += loss
         acc_gn += gn
         acc_n += 1
@@ -260,7 +300,8 @@ def train_one(arm, seed, a, task, steps, deadline, res):
             tl = float(acc_loss) / acc_n
             ev = r.evaluate()
             rec["log"].append(dict(step=r.step, train_loss=tl, grad_norm=float(acc_gn) / acc_n,
-                                   lr=lr_at(r.step - 1, c, steps), **ev))
+                                   lr=lr_at(r.step - 1, c, steps), rowsums=r.last_rowsums, **ev))
+            r.last_rowsums = None
             acc_loss.zero_()
             acc_gn.zero_()
             acc_n = 0
@@ -268,7 +309,9 @@ def train_one(arm, seed, a, task, steps, deadline, res):
             print(f"{arm:12s} seed {seed} step {r.step:5d}  train {tl:.4f}  val {ev['val_loss']:.4f}  "
                   f"acc {ev['val_acc']:.3f}  max|gq| {max(x['max_gq'] for x in L):.2f}  "
                   f"max|gk| {max(x['max_gk'] for x in L):.2f}  top4 {max(x['topk_share'] for x in L):.3f}  "
-                  f"logit {max(x['max_logit'] for x in L):.1f}  ({time.time() - t0:.0f} s)", flush=True)
+                  f"logit {max(x['max_logit'] for x in L):.1f}"
+                  + (f"  dS rowsum post {max(x['post_ra_mean'] for x in rec['log'][-1]['rowsums'] if x):.1e}"
+                     if rec["log"][-1].get("rowsums") else "") + f"  ({time.time() - t0:.0f} s)", flush=True)
             if not math.isfinite(tl):
                 rec["diverged"] = True
                 break
