@@ -24,6 +24,14 @@ def _rowsum(r):
     return None, None
 
 
+def _learned_step(r, best):
+    """The first logged step with validation accuracy >= half the best reachable (None: never)."""
+    for p in r["log"]:
+        if p["val_acc"] >= 0.5 * best:
+            return p["step"]
+    return None
+
+
 def _final(r):
     last = r["log"][-1]
     L = last["layers"]
@@ -56,20 +64,22 @@ def summary(res):
                  f"wd {c['weight_decay']}, clip {c['clip']}, fa8 gradient format {c['grad_fmt']}, seeds {c['seeds']}.")
     if c.get("steps_reduced_from"):
         lines.append(f"**Steps were lowered from {c['steps_reduced_from']} to {c['steps']} to fit the time budget.**")
+    best = c.get("best_acc", 1.0)
     lines += ["", "## Final values (max over layers for the gain columns)", "",
-              "| arm | seed | step | val loss | val acc | max abs g_q | max abs g_k | top-4 share of sum abs g_q g_k | max abs g_q g_k | max logit | dS row sums pre / post cast | ms/step |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| arm | seed | step | learned at step | val loss | val acc | max abs g_q | max abs g_k | top-4 share of sum abs g_q g_k | max abs g_q g_k | max logit | dS row sums pre / post cast | ms/step |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         f = _final(r)
         flag = " (truncated)" if r.get("truncated") else " (diverged)" if r.get("diverged") else ""
-        lines.append(f"| {r['arm']}{flag} | {r['seed']} | {f['step']} | {f['val_loss']:.4f} | {f['val_acc']:.3f} | "
+        ls = _learned_step(r, best)
+        lines.append(f"| {r['arm']}{flag} | {r['seed']} | {f['step']} | {ls if ls is not None else 'never'} | {f['val_loss']:.4f} | {f['val_acc']:.3f} | "
                      f"{f['max_gq']:.3f} | {f['max_gk']:.3f} | {f['top4']:.3f} | {f['max_prod']:.3f} | "
                      f"{_fmt(f['max_logit'], 1)} | "
                      + (f"{f['rowsum_pre']:.1e} / {f['rowsum_post']:.1e}" if f["rowsum_post"] is not None else "-")
                      + f" | {r.get('ms_per_step', 0):.1f} |")
     for r in res["runs"]:
         if "skipped" in r:
-            lines.append(f"| {r['arm']} | {r['seed']} | skipped: {r['skipped']} | | | | | | | | | |")
+            lines.append(f"| {r['arm']} | {r['seed']} | skipped: {r['skipped']} | | | | | | | | | | |")
     # means over seeds, and differences against the BF16 reference
     arms = []
     for r in runs:
@@ -110,9 +120,16 @@ def summary(res):
             lines.append(f"- stale minus matched: max abs g_q {s['max_gq'] - m['max_gq']:+.3f}, top-4 share "
                          f"{s['top4'] - m['top4']:+.3f}, val loss {s['val_loss'] - m['val_loss']:+.4f}"
                          + (f" (seed spread of max abs g_q up to {max(sp):.3f}: a difference below it is not a finding)." if sp else "."))
+    ls = {}
+    for r in runs:
+        ls.setdefault(r["arm"], []).append(_learned_step(r, best))
+    if ls:
+        lines.append("- learned at step (per seed): " + "; ".join(
+            f"{arm} {', '.join('never' if x is None else str(x) for x in v)}" for arm, v in ls.items()) + ".")
     for n in res.get("notes", []):
         lines.append(f"- note: {n}")
-    lines += ["", "dS row sums: fa8_backward's collect_stats on the q, k, v and dO of the training step before each "
+    lines += ["", "Learned at step: the first evaluation with validation accuracy >= half the best reachable "
+              f"({0.5 * best:.3f}).", "", "dS row sums: fa8_backward's collect_stats on the q, k, v and dO of the training step before each "
               "evaluation, in the arm's own delta mode, mean over rows of |sum_j dS_ij| / sum_j P_ij(|dP_ij| + |delta_i|), "
               "averaged over layers (docs/numerics.md).", "",
               "Plots: loss.png, accuracy.png, gains.png (per layer max abs g_q and g_k), concentration.png "

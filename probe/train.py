@@ -25,7 +25,8 @@ step. Arithmetic: ~6 x 3.5e6 x 16384 = 3.4e11 FLOP of matmuls plus ~4 x 3.2e10 o
 < 1 ms of H200 time; the step is bound by launch overhead: eager PyTorch ~300 kernels (forward, backward,
 fused AdamW) ~ 6-10 ms, and each fa8 attention call adds its ctypes plumbing (3 quantize + forward, 1 quantize
 + backward: ~0.5-1 ms a layer) -> ~10 ms (sdpa) and ~15 ms (fa8) a step. 3000 steps x (10 + 3 x 15) ms =
-165 s a seed, evaluation (4 x 64-sequence forward batches every 100 steps) < 1 %; 2 seeds ~ 330 s.
+165 s a seed, evaluation (4 x 64-sequence forward batches + fa8 row-sum statistics every 50 steps) ~2 %;
+2 seeds ~ 340 s.
 --time-budget-s (default 420; h200-run passes what is left of its 540 s) is enforced twice: before training,
 the probe times 20 steps of the sdpa arm and of one fa8 arm and, if all arms x seeds would not fit, lowers
 --steps for every run alike (reported as steps_reduced_from: "as many steps as fit, up to 3000"); while
@@ -76,7 +77,7 @@ DEFAULT_ARMS = "sdpa-bf16,fa8-stale,fa8-matched,fa8-split"
 PRESETS = {
     # the H200 default (see the header)
     "default": dict(layers=4, d_model=256, heads=8, kv_heads=2, head_dim=64, ffn=1024, n_keys=128, n_values=128,
-                    pairs=64, queries=64, batch=64, steps=3000, eval_every=100, val_batches=4, lr=2e-3, warmup=100,
+                    pairs=64, queries=64, batch=64, steps=3000, eval_every=50, val_batches=4, lr=2e-3, warmup=100,
                     token_shift=1, noise=0.1),
     # tiny, for a CPU without a GPU: checks that everything runs end to end (not that anything is learned)
     "smoke": dict(layers=2, d_model=64, heads=2, kv_heads=1, head_dim=64, ffn=128, n_keys=16, n_values=16,
