@@ -39,7 +39,10 @@ preparing session's 2 CPU cores, 2-layer models (d_model 64-128, 8-16 pairs, lr 
 "copy any value from the context" plateau (12-28 % accuracy) for 500-1500 steps without the transition. So the
 default gives the model its previous token (token shift, model.py: one extra embedding added to the input), which
 makes recall one attention hop: the same CPU check then solved 8 pairs in 100 steps, 32 pairs in 200 and 64
-pairs of 128 keys (2 layers, d_model 128, batch 16) in 300 (acc 0.998). The attention still has to be sharp: with
+pairs of 128 keys (2 layers, d_model 128, batch 16) in 300 (acc 0.998). With 10 % answer noise the onset is
+strongly seed-dependent, in every arm alike (probe/results/2026-11-29-cpu-preliminary, fa8 arms through the
+CPU backend: seed 0 sdpa 400, matched 500, stale not by 600; seed 1 stale ~750, sdpa not by 800), so a
+difference in *when* an arm learns says nothing at one or two seeds; the gains after the onset are the signal. The attention still has to be sharp: with
 QK RMSNorm the logits are bounded by the gains (|logit| <= sum_c |g_q g_k| / sqrt(64), 8 at gain 1, less for
 content matching under RoPE), and the gains grow while it learns (1.0 -> 1.2 in that run). A noiseless task,
 once solved, stops producing gradients (loss 1e-5), so nothing more happens to the gains; the default replaces 10 %
