@@ -16,13 +16,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from fa8 import capi  # noqa: E402
 
 L = capi.Lib(os.environ.get("FA8_LIBRARY"))
-fails = 0
+fails = passes = 0
 
 
 def check(cond, what):
-    global fails
+    global fails, passes
     print(("ok   " if cond else "FAIL ") + what)
     fails += 0 if cond else 1
+    passes += 1 if cond else 0
 
 
 def seq(a, dtype):
@@ -116,5 +117,29 @@ try:
     check(False, "NULL o refused")
 except capi.Fa8Error as e:
     check("o.data" in str(e), f"NULL o refused: {e}")
-print(f"{8 - fails} passed, {fails} failed")
+
+# dispatch and tuning API (fa8.h): names, why, candidates, keys, tuning switches, bucket, device info
+names = L.dispatch(p)
+check(names["fwd"].startswith("fa8_fwd_cpu") and names["bwd"].startswith("fa8_bwd_cpu") and names["fwd_why"] != "",
+      f"dispatch names + why: {names['fwd']} ({names['fwd_why']})")
+cands = L.candidates(p)
+check(names["fwd"] in cands, f"forward candidates hold the dispatched instance ({len(cands)})")
+bund = L.candidates(p, backward=True)
+check(len(bund) >= 1 and L.bundle_backward(bund[0]) is not None and L.instance_key(bund[0]) is not None,
+      f"backward bundles {bund[:1]} -> {L.bundle_backward(bund[0]) if bund else None}")
+check(L.instance_key("no_such_instance") is None, "instance_key of an unknown name is None")
+L.tuning_enable(False)
+check("disabled" in L.dispatch(p)["fwd_why"], "tuning_enable(False): heuristic dispatch")
+L.tuning_enable(True)
+try:
+    L.tuning_overlay("/nonexistent/fa8-table.csv")
+    check(False, "missing overlay refused")
+except capi.Fa8Error as e:
+    check("/nonexistent/fa8-table.csv" in str(e), f"missing overlay refused: {e}")
+L.tuning_overlay(None)
+check(L.tuning_bucket(p) == (128, 4), f"tuning bucket {L.tuning_bucket(p)}")
+check(L.device_info(p)[0] == "cpu" and len(L.generator_hash()) > 0, f"device_info {L.device_info(p)}")
+qp = L.quant_problem(batch=B, seqlen=S, heads=H, hdim=D, scale_rows=64)
+check(L.quant_scale_count(qp) == B * H * 2, "quant_scale_count")
+print(f"{passes} passed, {fails} failed")
 sys.exit(1 if fails else 0)

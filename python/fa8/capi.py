@@ -96,10 +96,25 @@ class Lib:
             "fa8_backward_workspace": [C.POINTER(Problem), C.POINTER(C.c_size_t)],
             "fa8_backward": [C.POINTER(Problem), C.POINTER(BwdTensors), C.c_void_p, C.c_size_t, C.c_void_p],
             "fa8_dispatch": [C.POINTER(Problem), C.POINTER(DispatchNames)],
+            "fa8_tuning_overlay": [C.c_char_p],
+            "fa8_candidates": [C.POINTER(Problem), C.c_int, C.POINTER(C.c_char_p), C.c_int, C.POINTER(C.c_int)],
+            "fa8_device_info": [C.POINTER(Problem), C.POINTER(C.c_char_p), C.POINTER(C.c_int32),
+                                C.POINTER(C.c_char_p)],
         }
         for name, args in sig.items():
             getattr(L, name).argtypes = args
             getattr(L, name).restype = C.c_int
+        other = {   # name: (argtypes, restype)
+            "fa8_tuning_enable": ([C.c_int], None),
+            "fa8_tuning_bucket": ([C.POINTER(Problem), C.POINTER(C.c_int64), C.POINTER(C.c_int64)], None),
+            "fa8_quant_scale_count": ([C.POINTER(QuantProblem)], C.c_int64),
+            "fa8_instance_key": ([C.c_char_p], C.c_char_p),
+            "fa8_bundle_backward": ([C.c_char_p], C.c_char_p),
+            "fa8_generator_hash": ([], C.c_char_p),
+        }
+        for name, (args, res) in other.items():
+            getattr(L, name).argtypes = args
+            getattr(L, name).restype = res
 
     def check(self, status):
         if status != 0:
@@ -122,6 +137,56 @@ class Lib:
                 v = v.encode()
             setattr(p, k, v)
         return p
+
+    # ---- dispatch and tuning (fa8.h: fa8_dispatch, fa8_tuning_*, fa8_candidates, ...) ----
+    def dispatch(self, p):
+        """fa8_dispatch: {'fwd', 'delta', 'bwd', 'fwd_why', 'bwd_why'} (str; why = tuned-table row or heuristic)."""
+        n = DispatchNames()
+        self.call("fa8_dispatch", C.byref(p), C.byref(n))
+        return {f: (getattr(n, f) or b"").decode() for f, _ in DispatchNames._fields_}
+
+    def tuning_overlay(self, path):
+        """Load a tuned-table CSV as the overlay dispatch consults first; None drops it."""
+        self.call("fa8_tuning_overlay", None if path is None else os.fsencode(path))
+
+    def tuning_enable(self, on):
+        """False: ignore every tuned table (heuristic dispatch alone)."""
+        self.lib.fa8_tuning_enable(1 if on else 0)
+
+    def candidates(self, p, backward=False):
+        """Instance (forward) or bundle (backward, for p.delta) names that can run p, in dispatch order."""
+        count = C.c_int()
+        self.call("fa8_candidates", C.byref(p), int(bool(backward)), None, 0, C.byref(count))
+        names = (C.c_char_p * max(count.value, 1))()
+        self.call("fa8_candidates", C.byref(p), int(bool(backward)), names, count.value, C.byref(count))
+        return [names[i].decode() for i in range(count.value)]
+
+    def instance_key(self, name):
+        """Functional key of an instance or bundle name; None when this build does not hold it."""
+        r = self.lib.fa8_instance_key(name.encode())
+        return r.decode() if r is not None else None
+
+    def bundle_backward(self, bundle):
+        r = self.lib.fa8_bundle_backward(bundle.encode())
+        return r.decode() if r is not None else None
+
+    def device_info(self, p):
+        """(target, sm_count, device name) for p.backend; Fa8Error (status 5) without a device."""
+        target, name, sms = C.c_char_p(), C.c_char_p(), C.c_int32()
+        self.call("fa8_device_info", C.byref(p), C.byref(target), C.byref(sms), C.byref(name))
+        return target.value.decode(), sms.value, name.value.decode()
+
+    def tuning_bucket(self, p):
+        """(seq, bh): the shape bucket tuned tables key p on."""
+        seq, bh = C.c_int64(), C.c_int64()
+        self.lib.fa8_tuning_bucket(C.byref(p), C.byref(seq), C.byref(bh))
+        return seq.value, bh.value
+
+    def generator_hash(self):
+        return self.lib.fa8_generator_hash().decode()
+
+    def quant_scale_count(self, qp):
+        return int(self.lib.fa8_quant_scale_count(C.byref(qp)))
 
     def quant_problem(self, **kw):
         p = QuantProblem()

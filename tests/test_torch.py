@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""The PyTorch binding (python/fa8/torch.py: fa8.attention) against torch SDPA in FP32.
+
+Run: FA8_LIBRARY=build/libfa8.so python3 -m unittest -v tests/test_torch.py   (or python3 tests/test_torch.py)
+CUDA cases run where torch sees a CUDA device (skipped with a message otherwise); CPU-tensor cases run through
+fa8's CPU backend wherever torch and libfa8.so are present. Without torch or without libfa8.so the whole module
+is skipped with a message. FA8_TEST_CPU=0 skips the CPU cases (they are slow on a big problem).
+
+Tolerances (relative Frobenius error ||x - ref|| / ||ref||, ref = SDPA in FP32 on the same BF16 inputs, which
+differs from exact attention by ~1e-3, BF16-level, so the bounds below are all FP8 error):
+  E4M3 keeps 3 mantissa bits: round-to-nearest leaves a relative error of at most 2^-4 = 6.25% per element and
+  ~2.5-3.5% RMS (uniform over an ulp, averaged over the binade). O = P V sees that error on Q and K (through the
+  logits, std ~1 here), on V, and on P (cast to E4M3 under a fixed 2^8 scale): measured ~4% on the CPU backend
+  (same numerics contract as the GPU kernels; 3.8-5.2% over this file's CPU cases, every mode), so O must stay
+  below 0.09 (1.7x the worst measured, ~3x one operand's RMS).
+  Gradients chain two more cast tensors (dO, and dS cast to E4M3 per tile) through products whose terms
+  partly cancel (dS = P (dP - delta)): measured 4.6-6.9% (dV lowest, stale's dQ highest), bound 0.13. A lower bound of 3e-3 (above BF16 error)
+  makes sure FP8 quantization actually happened, so a test cannot pass on a silent BF16 path.
+The H200 kernels (wgmma forward with ~14-bit FP8 accumulation, dQ by FP32 atomics) add error far below these
+bounds (bench/results: fa8 and its CPU twin agree to ~1e-3)."""
+import math
+import os
+import sys
+import unittest
+
+
+def _skip_all(why):
+    if __name__ == "__main__":    # run as a script (meson): 77 = skipped
+        print(why)
+        sys.exit(77)
+    raise unittest.SkipTest(why)
+
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:  # pragma: no cover
+    _skip_all("torch is not installed: the PyTorch binding's tests are skipped")
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import fa8  # noqa: E402
+from fa8 import capi  # noqa: E402
+
+try:
+    fa8.set_library(os.environ.get("FA8_LIBRARY") or capi._find_library())
+    fa8.torch.lib()
+except OSError as e:  # pragma: no cover
+    _skip_all(f"libfa8.so not loadable ({e}): build fa8 or set FA8_LIBRARY")
+
+HAVE_CUDA = torch.cuda.is_available()
+RUN_CPU = os.environ.get("FA8_TEST_CPU", "1") != "0"
+MODES = ("stale", "dohat", "matched", "split")
+TOL_O, TOL_GRAD, FLOOR = 0.09, 0.13, 3e-3
+
+
+def devices():
+    out = []
+    if RUN_CPU:
+        out.append("cpu")
+    if HAVE_CUDA:
+        out.append("cuda")
+    return out
+
+
+def built(device, Dqk, Dv, grad_fmt="e4m3"):
+    """Whether this build holds kernels for the head geometry on the device (minimal CPU builds lack some)."""
+    try:
+        fa8.check_supported(device, 1, 16, 16, 2, 1, Dqk, Dv, True, "matched", "e4m3", grad_fmt)
+        fa8.check_supported(device, 1, 16, 16, 2, 1, Dqk, Dv, False, "matched", "e4m3", grad_fmt)
+        return True
+    except ValueError:
+        return False
+
+
+def inputs(device, B, Sq, Sk, H, Hkv, Dqk, Dv, seed=0):
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    mk = lambda *s: torch.randn(*s, generator=g).to(device=device, dtype=torch.bfloat16)  # noqa: E731
+    return mk(B, Sq, H, Dqk), mk(B, Sk, Hkv, Dqk), mk(B, Sk, Hkv, Dv), mk(B, Sq, H, Dv)
+
+
+def sdpa_ref(q, k, v, do, causal, scale=None):
+    """torch SDPA in FP32 on the BF16 inputs ([B,S,H,D] -> [B,H,S,D]); causal bottom-right aligned like fa8 (an
+    explicit mask: SDPA's is_causal is top-left when Sq != Sk); GQA by repeating K/V heads."""
+    qf, kf, vf = (t.detach().float().requires_grad_(True) for t in (q, k, v))
+    g = q.shape[2] // k.shape[2]
+    qt = qf.transpose(1, 2)
+    kt = kf.repeat_interleave(g, 2).transpose(1, 2)
+    vt = vf.repeat_interleave(g, 2).transpose(1, 2)
+    mask = None
+    if causal:
+        Sq, Sk = q.shape[1], k.shape[1]
+        i = torch.arange(Sq, device=q.device)[:, None]
+        j = torch.arange(Sk, device=q.device)[None, :]
+        mask = j <= i + (Sk - Sq)
+    o = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=mask, scale=scale).transpose(1, 2)
+    o.backward(do.float())
+    return o.detach(), qf.grad, kf.grad, vf.grad
+
+
+def rel(x, r):
+    return float((x.float() - r.float()).norm() / r.float().norm().clamp_min(1e-30))
+
+
+def fa8_run(q, k, v, do, causal, delta, scale=None, **kw):
+    qq, kk, vv = (t.detach().clone().requires_grad_(True) for t in (q, k, v))
+    o = fa8.attention(qq, kk, vv, causal=causal, delta=delta, scale=scale, **kw)
+    o.backward(do)
+    return o.detach(), qq.grad, kk.grad, vv.grad
+
+
+class AgainstSDPA(unittest.TestCase):
+    def check_case(self, device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, modes=MODES, scale=None, seed=0, **kw):
+        if not built(device, Dqk, Dv, kw.get("grad_fmt", "e4m3")):
+            self.skipTest(f"this build has no {device} kernels for head dims {Dqk}x{Dv} with {kw.get('grad_fmt', 'e4m3')} gradients")
+        q, k, v, do = inputs(device, B, Sq, Sk, H, Hkv, Dqk, Dv, seed)
+        ref = sdpa_ref(q, k, v, do, causal, scale)
+        for mode in modes:
+            with self.subTest(device=device, mode=mode, shape=(B, Sq, Sk, H, Hkv, Dqk, Dv), causal=causal):
+                out = fa8_run(q, k, v, do, causal, mode, scale, **kw)
+                for name, x, r, t in zip(("o", "dq", "dk", "dv"), out, ref, (do, q, k, v)):
+                    self.assertEqual(tuple(x.shape), tuple(t.shape), name)
+                    self.assertEqual(x.dtype, torch.bfloat16, name)
+                    self.assertTrue(bool(torch.isfinite(x).all()), f"{name} has non-finite values")
+                    e = rel(x, r)
+                    tol = TOL_O if name == "o" else kw.get("tol_grad", TOL_GRAD)
+                    self.assertLess(e, tol, f"{mode} {name}: rel error {e:.3e} vs SDPA fp32")
+                    self.assertGreater(e, FLOOR, f"{mode} {name}: rel error {e:.3e}: was it quantized at all?")
+
+    def test_gqa_causal_all_modes(self):
+        for d in devices():
+            S = 77 if d == "cpu" else 300
+            self.check_case(d, 1 if d == "cpu" else 2, S, S, 8, 2, 64, 64, True)
+
+    def test_gqa_full_all_modes_d128(self):
+        for d in devices():
+            S = 50 if d == "cpu" else 256
+            self.check_case(d, 1, S, S, 8, 2, 128, 128, False)
+
+    def test_mha_odd_lengths_cross(self):
+        # Sq != Sk, odd, causal bottom-right (every query sees >= 1 key since Sk >= Sq)
+        for d in devices():
+            self.check_case(d, 2, 33, 91, 4, 4, 64, 64, True, modes=("matched", "stale"))
+            self.check_case(d, 1, 45, 19, 2, 1, 64, 64, False, modes=("split",))
+
+    def test_mla_192_128(self):
+        for d in devices():
+            S = 40 if d == "cpu" else 200
+            self.check_case(d, 1, S, S, 4, 2, 192, 128, True, modes=("matched", "stale", "split"))
+
+    def test_explicit_scale(self):
+        for d in devices():
+            self.check_case(d, 1, 64, 64, 4, 2, 64, 64, True, modes=("matched",), scale=0.3)
+
+    def test_e5m2_gradients(self):
+        # E5M2 (2 mantissa bits): twice E4M3's rounding error on dO and dS -> a looser gradient bound
+        for d in devices():
+            self.check_case(d, 1, 64, 64, 4, 2, 64, 64, True, modes=("matched", "stale"), grad_fmt="e5m2",
+                            tol_grad=0.2)
+
+
+class Behaviour(unittest.TestCase):
+    def test_mode_differences(self):
+        """The forward is the same for stale/dohat/matched (split adds its remainder); the backward differs."""
+        for d in devices():
+            q, k, v, do = inputs(d, 1, 64, 64, 4, 2, 64, 64, seed=3)
+            res = {m: fa8_run(q, k, v, do, True, m) for m in MODES}
+            self.assertTrue(torch.equal(res["stale"][0], res["matched"][0]))
+            self.assertTrue(torch.equal(res["dohat"][0], res["matched"][0]))
+            self.assertFalse(torch.equal(res["split"][0], res["matched"][0]))
+            self.assertFalse(torch.equal(res["stale"][1], res["matched"][1]))
+            # dV = P^T dO does not involve delta
+            if d == "cpu":   # GPU: dV is deterministic too, but P^ may differ by tile order; compare loosely
+                self.assertTrue(torch.equal(res["stale"][3], res["matched"][3]))
+            else:
+                self.assertLess(rel(res["stale"][3], res["matched"][3]), 1e-2)
+
+    def test_rowsum_property(self):
+        """Matched delta: the pre-cast row sums of dS vanish to FP32 rounding; stale leaves the operand mismatch."""
+        for d in devices():
+            q, k, v, do = inputs(d, 1, 128, 128, 4, 2, 64, 64, seed=5)
+            st = {m: fa8.attention_with_stats(q, k, v, do, causal=True, delta=m)["stats"] for m in MODES}
+            self.assertEqual(st["matched"]["rows"], 1 * 4 * 128)
+            self.assertLess(st["matched"]["pre_ra_max"], 1e-4, st["matched"])
+            self.assertLess(st["matched"]["pre_ra_mean"], 1e-5, st["matched"])
+            self.assertGreater(st["stale"]["pre_ra_mean"], 10 * st["matched"]["pre_ra_mean"], (st["stale"], st["matched"]))
+            self.assertLess(st["split"]["pre_ra_mean"], st["stale"]["pre_ra_mean"])
+            r = fa8.attention_with_stats(q, k, v, do, causal=True, delta="matched")
+            self.assertEqual(tuple(r["delta"].shape), (1, 4, 128))
+            self.assertEqual(r["dq"].dtype, torch.float32)
+
+    def test_strided_inputs(self):
+        """Views with a unit last stride run in place; others are copied; results are identical."""
+        for d in devices():
+            q, k, v, do = inputs(d, 2, 48, 48, 4, 2, 64, 64, seed=7)
+            base = fa8_run(q, k, v, do, True, "matched")
+            qs = q.transpose(1, 2).contiguous().transpose(1, 2)          # [B,H,S,D] storage seen as [B,S,H,D]
+            self.assertFalse(qs.is_contiguous())
+            wide = torch.zeros(2, 48, 2, 128, dtype=torch.bfloat16, device=d)
+            wide[..., 32:96] = k
+            ks = wide[..., 32:96]                                           # row stride 256, offset base
+            vt = v.transpose(-1, -2).contiguous().transpose(-1, -2)         # last stride != 1: copied
+            alt = fa8_run(qs, ks, vt, do.transpose(1, 2).contiguous().transpose(1, 2), True, "matched")
+            for a, b in zip(base, alt):
+                if d == "cpu":
+                    self.assertTrue(torch.equal(a, b))
+                else:
+                    self.assertLess(rel(a, b), 1e-2)
+
+    def test_bad_inputs(self):
+        d = devices()[0] if devices() else "cpu"
+        q, k, v, do = inputs(d, 1, 16, 16, 4, 2, 64, 64)
+        with self.assertRaisesRegex(TypeError, "float16"):
+            fa8.attention(q.half(), k, v)
+        with self.assertRaisesRegex(TypeError, "float32"):
+            fa8.attention(q, k.float(), v)
+        with self.assertRaisesRegex(ValueError, "4 dims"):
+            fa8.attention(q[0], k, v)
+        q6 = torch.zeros(1, 16, 6, 64, dtype=torch.bfloat16, device=d)
+        k4 = torch.zeros(1, 16, 4, 64, dtype=torch.bfloat16, device=d)
+        with self.assertRaisesRegex(ValueError, r"query heads \(6\).*kv heads \(4\)"):
+            fa8.attention(q6, k4, k4)
+        with self.assertRaisesRegex(ValueError, "bogus"):
+            fa8.attention(q, k, v, delta="bogus")
+        with self.assertRaisesRegex(ValueError, "scale=-1"):
+            fa8.attention(q, k, v, scale=-1.0)
+        with self.assertRaisesRegex(ValueError, r"head dim of k \(32\)"):
+            fa8.attention(q, k[..., :32], v)
+        with self.assertRaisesRegex(ValueError, "seqlen and kv heads"):
+            fa8.attention(q, k, v[:, :8])
+        q80 = torch.zeros(1, 16, 2, 80, dtype=torch.bfloat16, device=d)
+        with self.assertRaisesRegex(ValueError, "80x80") as cm:   # fa8's own text: no instance for the geometry
+            fa8.attention(q80, q80, q80)
+        self.assertIsInstance(cm.exception, capi.Fa8Error)
+        if HAVE_CUDA:
+            with self.assertRaisesRegex(ValueError, "different devices"):
+                fa8.attention(q.cuda(), k.cpu(), v.cuda())
+
+    def test_no_grad_and_unused_output(self):
+        for d in devices():
+            q, k, v, do = inputs(d, 1, 32, 32, 2, 2, 64, 64)
+            with torch.no_grad():
+                o = fa8.attention(q, k, v, causal=True)
+            self.assertFalse(o.requires_grad)
+            qq = q.clone().requires_grad_(True)
+            o = fa8.attention(qq, k, v)            # grads only for q
+            o.float().sum().backward()
+            self.assertEqual(qq.grad.shape, q.shape)
+
+
+@unittest.skipUnless(HAVE_CUDA, "no CUDA device: the GPU-only cases are skipped")
+class CudaOnly(unittest.TestCase):
+    def test_side_stream(self):
+        q, k, v, do = inputs("cuda", 2, 256, 256, 8, 2, 128, 128, seed=11)
+        base = fa8_run(q, k, v, do, True, "matched")
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            alt = fa8_run(q, k, v, do, True, "matched")
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        self.assertTrue(torch.equal(base[0], alt[0]))
+        for a, b in zip(base[1:], alt[1:]):
+            self.assertLess(rel(a, b), 1e-2)   # dQ by FP32 atomics: order may differ
+
+    def test_dispatch_names(self):
+        q, k, v, _ = inputs("cuda", 1, 256, 256, 8, 2, 128, 128)
+        n = fa8.dispatch_names(q, k, v, causal=True)
+        self.assertIn("_sm90", n["fwd"] + n["bwd"])   # names carry the target: fa8_fwd_sm90a_e4m3_...
+        print(f"\n  dispatch d128 causal: {n}")
+
+    def test_large_realistic(self):
+        # the probe's shape class: B=16, S=256, 8/2 heads, d=64, and a long one
+        for (B, S, H, Hkv, D) in ((16, 256, 8, 2, 64), (1, 2048, 16, 4, 128)):
+            q, k, v, do = inputs("cuda", B, S, S, H, Hkv, D, D, seed=13)
+            ref = sdpa_ref(q, k, v, do, True)
+            out = fa8_run(q, k, v, do, True, "matched")
+            for name, x, r in zip(("o", "dq", "dk", "dv"), out, ref):
+                self.assertLess(rel(x, r), TOL_O if name == "o" else TOL_GRAD, (B, S, H, Hkv, D, name))
+
+
+class Compile(unittest.TestCase):
+    def test_compile_fullgraph(self):
+        """torch.compile(fullgraph=True) traces fa8.attention without a graph break (custom ops); same results."""
+        for d in devices():
+            backend = "inductor" if d == "cuda" else os.environ.get("FA8_TEST_CPU_COMPILE_BACKEND", "aot_eager")
+            q, k, v, do = inputs(d, 1, 64, 64, 4, 2, 64, 64, seed=17)
+
+            def f(q, k, v):
+                return fa8.attention(q, k, v, causal=True, delta="split") * 2.0
+
+            cf = torch.compile(f, fullgraph=True, backend=backend)
+            ref = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+            o1 = f(*ref)
+            o1.backward(do)
+            got = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
+            o2 = cf(*got)
+            o2.backward(do)
+            self.assertTrue(torch.equal(o1, o2), f"{d}: compiled forward differs")
+            for a, b in zip(ref, got):
+                self.assertLess(rel(b.grad, a.grad), 1e-2 if d == "cuda" else 1e-6)
+
+    def test_opcheck(self):
+        """torch.library.opcheck: schema, fake impl, autograd registration of fa8::attention_fwd."""
+        d = devices()[-1] if devices() else "cpu"
+        q, k, v, _ = inputs(d, 1, 40, 40, 4, 2, 64, 64, seed=19)
+        q, k, v = (t.requires_grad_(True) for t in (q, k, v))
+        torch.library.opcheck(torch.ops.fa8.attention_fwd.default, (q, k, v, True, 0.125, "split", "e4m3", "e4m3", 128))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
