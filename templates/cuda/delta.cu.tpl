@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) 
       lse2[r] = ok ? a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] * FA8_LOG2E : -INFINITY;
     }
     const int last = min(m0 + ROWS, a.Sq) - 1;
-    const int kend = CAUSAL ? max(0, min(a.Sk, last + diag + 1)) : a.Sk;
+    const int kend = fa8_key_end(last, a.Sk, diag, CAUSAL);
     for (int n0 = 0; n0 < kend; n0 += BN) {
       __syncthreads();
       fa8_stage_rows<BN, DQK>(s.k, kg, a.k.ss, n0, a.Sk);
@@ -77,10 +77,10 @@ __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) 
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int r = e >> 1, j = nt * 8 + 2 * t + (e & 1), col = n0 + j;
-          const bool vis = row[r] < a.Sq && col < a.Sk && (!CAUSAL || col <= row[r] + diag);
-          const float tt = sc[e] * ((qs[r] * s.ks[j]) * cl2e);
-          const float p = (!vis || lse2[r] == -INFINITY) ? 0.0f : exp2f(tt - lse2[r]);
-          acc[r] += p * (dp[e] * (dos[r] * s.vs[j]));
+          float p, dpv;
+          fa8_p_dpv(p, dpv, sc[e], dp[e], qs[r], s.ks[j], dos[r], s.vs[j], cl2e, lse2[r],
+                    fa8_visible(row[r], col, a.Sq, a.Sk, diag, CAUSAL));
+          acc[r] += p * dpv;
           psum[r] += p;
         }
       }
@@ -101,24 +101,10 @@ constexpr int THREADS = 128;
 __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) {
   const int h = blockIdx.y, b = blockIdx.z, lane = threadIdx.x & 31;
   for (int i = blockIdx.x * BM + (threadIdx.x >> 5); i < min(a.Sq, (blockIdx.x + 1) * BM); i += THREADS / 32) {
-    const uint16_t *o = (const uint16_t *)a.o.ptr + (int64_t)b * a.o.sb + (int64_t)i * a.o.ss + (int64_t)h * a.o.sh;
     float sum = 0.0f;
-    if (MODE_STALE) {
-      const bool bf = a.dout_type == FA8_IN_BF16;
-      const char *d = (const char *)a.dout.ptr + ((int64_t)b * a.dout.sb + (int64_t)i * a.dout.ss + (int64_t)h * a.dout.sh) * (bf ? 2 : 4);
-      for (int k = lane; k < DV; k += 32)
-        sum += (bf ? fa8_f32_from_bf16(((const uint16_t *)d)[k]) : ((const float *)d)[k]) * fa8_f32_from_bf16(o[k]);
-    } else {
-      const uint8_t *d = (const uint8_t *)a.do_hat.ptr + (int64_t)b * a.do_hat.sb + (int64_t)i * a.do_hat.ss + (int64_t)h * a.do_hat.sh;
-      const uint16_t *orem = MODE_SPLIT ? (const uint16_t *)a.o_rem.ptr + (int64_t)b * a.o_rem.sb + (int64_t)i * a.o_rem.ss + (int64_t)h * a.o_rem.sh : nullptr;
-      for (int k = lane; k < DV; k += 32) {
-        const float ov = MODE_SPLIT ? fa8_f32_from_bf16(o[k]) + fa8_f32_from_bf16(orem[k]) : fa8_f32_from_bf16(o[k]);
-        sum += fa8_dec<FMT_GRAD>(d[k]) * ov;
-      }
-    }
+    for (int k = lane; k < DV; k += 32) sum += fa8_delta_term<FMT_GRAD, MODE_STALE != 0, MODE_SPLIT != 0>(a, b, i, h, k);
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
-    if (!MODE_STALE) sum *= fa8_scale_at(a.do_scale, b, h, i);
-    if (lane == 0) a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + i] = sum;
+    if (lane == 0) a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + i] = fa8_delta_finish<MODE_STALE != 0>(a, b, h, i, sum);
   }
 }
 constexpr size_t SMEM = 0;
