@@ -13,7 +13,7 @@ local M = {}
 -- restricted to the bundle's instances by construction, tuned-table lookup, CPU thread pool). The CUDA host
 -- side joins when the bundle has CUDA instances; otherwise its stub.
 M.runtime_files = { "runtime/include/fa8.h", "runtime/src/fa8_internal.h", "runtime/src/api.c",
-  "runtime/src/dispatch.c", "runtime/src/status.c", "runtime/src/tuned.c", "runtime/src/tuned_parse.c",
+  "runtime/src/dispatch.c", "runtime/src/gpu.c", "runtime/src/status.c", "runtime/src/tuned.c", "runtime/src/tuned_parse.c",
   "runtime/src/validate.c", "backends/cpu/cpu_exec.c" }
 
 M.backends = {
@@ -140,6 +140,9 @@ function M.run(res, opts, meta)
     for _, s in ipairs(M.runtime_files) do put(path.basename(s), emit.read_file(emit.root .. "/" .. s)) end
     local gpu = used.cuda and "backends/cuda/cuda_backend.c" or "backends/cuda/cuda_absent.c"
     put(path.basename(gpu), emit.read_file(emit.root .. "/" .. gpu))
+    local hip = used.hip and "backends/hip/hip_backend.c" or "backends/hip/hip_absent.c"
+    put(path.basename(hip), emit.read_file(emit.root .. "/" .. hip))
+    if used.hip then put("embed", emit.read_file(emit.root .. "/backends/hip/embed")) end
     -- C sources, and CUDA sources grouped by target (each compiled for its own architecture)
     local sources, cuda, cuda_targets = {}, {}, {}
     for _, name in ipairs(files) do if name:match("%.c$") then sources[#sources + 1] = name end end
@@ -153,8 +156,20 @@ function M.run(res, opts, meta)
     end
     table.sort(cuda_targets)
     for _, a in ipairs(cuda_targets) do table.sort(cuda[a]) end
+    -- HIP kernel sources grouped by architecture the same way (each compiled to a code object, then embedded)
+    local hipsrc, hip_targets = {}, {}
+    for _, c in ipairs(res.instances) do
+      if c.target.backend == "hip" then
+        local arch = c.target.arch
+        if not hipsrc[arch] then hipsrc[arch] = {}; hip_targets[#hip_targets + 1] = arch end
+        table.insert(hipsrc[arch], M.instance_file(c))
+      end
+    end
+    table.sort(hip_targets)
+    for _, a in ipairs(hip_targets) do table.sort(hipsrc[a]) end
     local env = { sources = sources, cuda = cuda, cuda_targets = cuda_targets, meta = meta, res = res,
-                  count = #res.instances, has_cuda = #cuda_targets > 0 }
+                  count = #res.instances, has_cuda = #cuda_targets > 0,
+                  hip = hipsrc, hip_targets = hip_targets, has_hip = #hip_targets > 0 }
     put("README.md", emit.expand("bundle/README.md.tpl", env, { no_line = true }))
     put("Makefile", emit.expand("bundle/Makefile.tpl", env, { no_line = true }))
     put("meson.build", emit.expand("bundle/meson.build.tpl", env, { no_line = true }))
