@@ -72,6 +72,7 @@ const char *fa8__cuda_arch(fa8_backend be) {
 }
 
 fa8_status fa8__cuda_check_device(fa8_backend be) {
+  (void)be;   /* runtime/src/gpu.c routes only CUDA here */
   fa8_status st = FA8_OK;
   const props *p = device_props(&st);
   if (!p) return st;

@@ -73,19 +73,21 @@ FA8_DEV float fa8_ds(float p, float dpv, float delta) { return p * (dpv - delta)
 
 /* exact ilogb of a positive finite float, from its bits (no libm on every device) */
 FA8_DEV int fa8_ilogb_pos(float x) {
-  uint32_t u = fa8__bits(x);
-  int e = (int)(u >> 23) - 127;
-  if ((u >> 23) == 0) {            /* subnormal: find the leading mantissa bit */
-    e = -127;
-    for (uint32_t m = u & 0x007FFFFFu; m < 0x00400000u; m <<= 1) --e;
-  }
-  return e;
+  const uint32_t u = fa8__bits(x);
+  if ((u >> 23) != 0) return (int)(u >> 23) - 127;
+  return (int)(fa8__bits(x * 8388608.0f) >> 23) - 127 - 23;   /* subnormal: x 2^23 is exact and normal */
 }
 /* Power-of-two exponent e with amax <= fmax * 2^e (smallest; 0 for an all-zero tile): the CPU's
- * fa8_cpu_tile_exponent rule, computed exactly. */
+ * fa8_cpu_tile_exponent step for step (its frexpf start spelled with fa8_ilogb_pos, then the same loops), so
+ * the tile scale agrees even for subnormal amax. */
 FA8_DEV int fa8_tile_exponent(float amax, float fmax) {
   if (!(amax > 0.0f)) return 0;
-  int e = fa8_ilogb_pos(amax) - fa8_ilogb_pos(fmax);
+  const float r = amax / fmax;
+  int e = 0;                                   /* frexpf(r): r = m 2^e, m in [0.5, 1); a power of two: e - 1 */
+  if (r > 0.0f) {
+    const int k = fa8_ilogb_pos(r);
+    e = ldexpf(1.0f, k) == r ? k : k + 1;
+  }
   while (amax > ldexpf(fmax, e)) ++e;
   while (e > -126 && amax <= ldexpf(fmax, e - 1)) --e;
   return e;
