@@ -90,8 +90,9 @@ function M.mfma_resources(cfg)
     local wn = math.max(w // math.max(bm // 32, 1), 1)
     r.smem_bytes = bn * (qk + P) + bn * (v + P) + qk * (bn + P) + bm * (qk + P) + bm * (v + P) + qk * (bm + P)
       + v * (bm + P) + bm * (bn + P) + 2 * bn * (bm + P) + 4 * (2 * bn + 4 * bm + w) + 16   -- + alignment of q
-    -- (+ ~160 + qk/2 of addresses, row values and MFMA operands: calibrated on clang-19's counts)
-    r.regs = bn * (qk // w) // 64 + bn * (v // w) // 64 + 2 * (bn // wn) + 160 + qk // 2
+    -- (+ ~220 + qk/4 of addresses, row values and MFMA operands: calibrated on clang-19's counts, e.g. d192x128
+    -- at 32x32 uses 497 of 512 and d192x192 spills to scratch)
+    r.regs = bn * (qk // w) // 64 + bn * (v // w) // 64 + 2 * (bn // wn) + 220 + qk // 4
   end
   return r
 end
