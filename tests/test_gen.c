@@ -312,6 +312,17 @@ Test(gen, predicates_reject_and_accept) {
         "rejects('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 128 }, { 128, 96, 12, 2 }), 'BLOCK_N 96')\n"
         "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { hdim_qk = 192, hdim_v = 128, layout = 'mla' }, { 128, 64, 12, 2 }))\n"
         "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 96 }, { 64, 64, 4, 2 }, 'mma'))\n"
+        "-- HIP (templates/hip): LDS as the kernels lay it out, 32 rows per wave, wave64\n"
+        "local fnuz, fnuz_g = { d = 128, fmt = 'e4m3fnuz' }, { d = 128, fmt = 'e4m3fnuz', fmt_grad = 'e4m3fnuz' }\n"
+        "rejects('smem_fits', mk('gfx942', 'bwd', fnuz_g, { 64, 64, 2, 1 }), '77848', '65536', 'gfx942')\n"
+        "accepts('smem_fits', mk('gfx942', 'bwd', fnuz_g, { 64, 32, 2, 1 }))\n"
+        "rejects('warps_cover_tile', mk('gfx942', 'fwd', fnuz, { 128, 64, 2, 1 }), 'BLOCK_M 128', '2 waves', '32 rows')\n"
+        "rejects('warps_cover_tile', mk('gfx90a', 'bwd', fnuz_g, { 64, 128, 8, 1 }), 'head dim 128', '8 waves x 32')\n"
+        "accepts('warps_cover_tile', mk('gfx942', 'fwd', fnuz, { 128, 64, 4, 1 }))\n"
+        "local w32 = mk('gfx942', 'fwd', fnuz, { 128, 64, 4, 1 })\n"
+        "w32.target = setmetatable({ name = 'gfx942w32', warp_size = 32 }, { __index = w32.target })\n"
+        "rejects('wave_size', w32, 'wave size of 64', 'gfx942w32', '32')\n"
+        "accepts('wave_size', mk('gfx90a', 'fwd', fnuz, { 128, 64, 4, 1 }))\n"
         "for _, p in ipairs(constraints.predicates) do\n"
         "  assert(seen_rej[p.name] and seen_acc[p.name], 'predicate ' .. p.name .. ' has no reject/accept case here')\n"
         "end\n"
@@ -826,8 +837,6 @@ Test(gen, bad_input_exits_2) {
         {"gen --out '%s' --frobnicate", {"--frobnicate"}, 1, 0},
         {"frobnicate", {"frobnicate"}, 0, 0},
         {"decode fa8_nope", {"fa8_nope"}, 0, 0},
-        /* no HIP templates yet: refuse, naming the missing template */
-        {"gen --target gfx942 --out '%s'", {"templates/hip/", ".hip.tpl", "no template"}, 1, 0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
         char args[1024];

@@ -50,29 +50,29 @@ static const props *device_props(fa8_status *st) {
   return p;
 }
 
-int32_t fa8__gpu_sm_count(fa8_backend be) {
+int32_t fa8__cuda_sm_count(fa8_backend be) {
   (void)be;
   fa8_status st;
   const props *p = device_props(&st);
   return p ? p->sms : 0;
 }
 
-const char *fa8__gpu_name(fa8_backend be) {
+const char *fa8__cuda_name(fa8_backend be) {
   (void)be;
   fa8_status st;
   const props *p = device_props(&st);
   return p ? p->name : "";
 }
 
-const char *fa8__gpu_arch(fa8_backend be) {
+const char *fa8__cuda_arch(fa8_backend be) {
   if (be != FA8_BACKEND_CUDA) return NULL;
   fa8_status st;
   const props *p = device_props(&st);
   return p ? p->arch : NULL;
 }
 
-fa8_status fa8__gpu_check_device(fa8_backend be) {
-  if (be != FA8_BACKEND_CUDA) return fa8__fail(FA8_ERR_UNSUPPORTED, "backend hip is not built into this fa8 (cpu and cuda are)");
+fa8_status fa8__cuda_check_device(fa8_backend be) {
+  (void)be;   /* runtime/src/gpu.c routes only CUDA here */
   fa8_status st = FA8_OK;
   const props *p = device_props(&st);
   if (!p) return st;
@@ -82,7 +82,7 @@ fa8_status fa8__gpu_check_device(fa8_backend be) {
   return FA8_OK;
 }
 
-fa8_status fa8__gpu_run(const fa8_kernel_desc *d, const void *args, void *stream) {
+fa8_status fa8__cuda_run(const fa8_kernel_desc *d, const void *args, void *stream) {
   if (!d->gpu_launch) return fa8__fail(FA8_ERR_BACKEND, "instance %s has no GPU entry point", d->name);
   const int rc = d->gpu_launch(args, stream);
   if (rc != 0)
@@ -90,13 +90,13 @@ fa8_status fa8__gpu_run(const fa8_kernel_desc *d, const void *args, void *stream
   return FA8_OK;
 }
 
-fa8_status fa8__gpu_memset(void *p, size_t n, void *stream) {
+fa8_status fa8__cuda_memset(void *p, size_t n, void *stream) {
   cudaError_t e = cudaMemsetAsync(p, 0, n, (cudaStream_t)stream);
   return e == cudaSuccess ? FA8_OK : fa8__fail(FA8_ERR_BACKEND, "cudaMemsetAsync: %s", cudaGetErrorString(e));
 }
 
 /* Copy n bytes to the host and wait for the stream (only the statistics path, which is opt-in, does this). */
-fa8_status fa8__gpu_download(void *host, const void *dev, size_t n, void *stream) {
+fa8_status fa8__cuda_download(void *host, const void *dev, size_t n, void *stream) {
   cudaError_t e = cudaMemcpyAsync(host, dev, n, cudaMemcpyDeviceToHost, (cudaStream_t)stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize((cudaStream_t)stream);
   return e == cudaSuccess ? FA8_OK : fa8__fail(FA8_ERR_BACKEND, "copying statistics to the host: %s", cudaGetErrorString(e));

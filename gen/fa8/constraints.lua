@@ -35,6 +35,7 @@ function M.resources(cfg)
     return r
   end
   local qk, v, e = f.hdim_qk, f.hdim_v, elt(f.fmt)
+  if t.pipeline == "mfma" then return M.mfma_resources(cfg) end
   if f.dir == "fwd" then
     r.smem_bytes = bm * qk * e + st * bn * (qk + v) * e
     if t.pipeline == "mma" then r.smem_bytes = r.smem_bytes + bm * bn * FP8 end   -- P staged for ldmatrix
@@ -72,6 +73,40 @@ function M.resources(cfg)
     r.regs = math.ceil((acc + 2 * bm * bn) / math.max(consumers, 1)) + 48
   end
   r.smem_bytes = r.smem_bytes + 1024             -- barriers, scales, alignment slack
+  return r
+end
+
+-- templates/hip (MFMA 32x32, wave64): LDS exactly as the kernels lay it out (FP8 tiles padded by 8 bytes
+-- per row; the compiler refuses a kernel over the target's LDS, so the model must not be optimistic), and
+-- VGPRs + AGPRs per lane (CDNA: 512 in all at one wave per SIMD): FP32 C fragments hold 16 values per lane
+-- per 32 x 32 chunk, i.e. rows x cols / 64 per wave.
+function M.mfma_resources(cfg)
+  local f, t = cfg.functional, cfg.tuning
+  local bm, bn, w = t.block_m, t.block_n, t.warps
+  local P = 8
+  local r = {}
+  if f.dir == "quant" then return { smem_bytes = 64, regs = 32 } end
+  local qk, v = f.hdim_qk, f.hdim_v
+  if f.dir == "fwd" then
+    -- q, k, v^t, P^ tiles + key scales; O (v/2) and S (bn/2) fragments, 16 rows x (index, q scale, max, sum,
+    -- running max, rescale) and addressing; split keeps R^ and a copy of P^ codes (bn/32 x 16 bytes each)
+    r.smem_bytes = bm * (qk + P) + bn * (qk + P) + v * (bn + P) + bm * (bn + P) + 4 * bn + 4
+    r.regs = v // 2 + bn // 2 + 6 * 16 + 32 + (f.variant == "split" and bn // 4 or 0)
+  elseif f.dir == "delta" then
+    -- matched (the largest mode; the delta prep shares the backward's tile): q, dO, k, v tiles + scales;
+    -- 16 rows x 6 row values, one S and one dP chunk
+    r.smem_bytes = bm * (qk + P) + bm * (v + P) + bn * (qk + P) + bn * (v + P) + 8 * bn
+    r.regs = 6 * 16 + 32 + 32
+  else
+    -- resident k, v, k^t; q, dO, q^t, dO^t per query tile; dS, dS^t, P^t; FP32 row values. Per lane: dK, dV
+    -- fragments (bn x hdim/warps / 64 each), P and dP^ of the wave's 32 x SN tile (SN = bn / column waves)
+    local wn = math.max(w // math.max(bm // 32, 1), 1)
+    r.smem_bytes = bn * (qk + P) + bn * (v + P) + qk * (bn + P) + bm * (qk + P) + bm * (v + P) + qk * (bm + P)
+      + v * (bm + P) + bm * (bn + P) + 2 * bn * (bm + P) + 4 * (2 * bn + 4 * bm + w) + 16   -- + alignment of q
+    -- (+ ~220 + qk/4 of addresses, row values and MFMA operands: calibrated on clang-19's counts, e.g. d192x128
+    -- at 32x32 uses 497 of 512 and d192x192 spills to scratch)
+    r.regs = bn * (qk // w) // 64 + bn * (v // w) // 64 + 2 * (bn // wn) + 220 + qk // 4
+  end
   return r
 end
 
@@ -158,9 +193,23 @@ M.predicates = {
           end
         end
       elseif t.pipeline == "mfma" then
-        local rows = tg.mma[t.pipeline].m
-        if t.block_m % (rows * t.warps) ~= 0 and t.block_m ~= rows * t.warps then
-          return false, ("BLOCK_M %d is not covered by %d warps of %d rows"):format(t.block_m, t.warps, rows)
+        -- templates/hip: the forward gives each wave 32 whole rows; the backward tiles S/dP as (BLOCK_M/32 row
+        -- waves) x (the rest along keys) in 32-column chunks and splits dK/dV (and dQ) columns in 32s
+        local dir, rows = cfg.functional.dir, tg.mma[t.pipeline].m
+        if t.block_m % rows ~= 0 then return false, ("BLOCK_M %d is not a multiple of %d"):format(t.block_m, rows) end
+        local wm = t.block_m // rows
+        if dir == "fwd" and t.warps ~= wm then
+          return false, ("BLOCK_M %d is not covered by %d waves of %d rows (the forward needs %d)"):format(t.block_m, t.warps, rows, wm)
+        end
+        if dir == "bwd" or dir == "delta" then
+          if t.warps % wm ~= 0 then return false, ("%d waves do not split into %d row groups of %d"):format(t.warps, wm, rows) end
+          local wn = t.warps // wm
+          if t.block_n % (wn * 32) ~= 0 then
+            return false, ("BLOCK_N %d does not split into %d column groups of 32"):format(t.block_n, wn)
+          end
+          for _, d in ipairs({ cfg.functional.hdim_qk, cfg.functional.hdim_v }) do
+            if d % (t.warps * 32) ~= 0 then return false, ("head dim %d does not split over %d waves x 32 columns"):format(d, t.warps) end
+          end
         end
       end
       return true
@@ -178,6 +227,14 @@ M.predicates = {
         if f.hdim_v % 64 ~= 0 then return false, ("wgmma backward: head dim of V %d is not a multiple of the 64-byte swizzle chunk"):format(f.hdim_v) end
         local nc = math.max(t.warps // 4 - 1, 1)
         if f.hdim_qk % (8 * nc) ~= 0 then return false, ("wgmma backward: head dim %d does not split into %d dQ column groups of 8"):format(f.hdim_qk, nc) end
+      end
+      return true
+    end },
+  { name = "wave_size", fn = function(cfg)
+      -- the HIP kernels are written for wave64 (MFMA fragments span 64 lanes)
+      local tg = cfg.target
+      if cfg.tuning.pipeline == "mfma" and tg.warp_size ~= 64 then
+        return false, ("the mfma kernels need a wave size of 64, %s has %d"):format(tg.name, tg.warp_size)
       end
       return true
     end },

@@ -13,20 +13,23 @@ local M = {}
 -- restricted to the bundle's instances by construction, tuned-table lookup, CPU thread pool). The CUDA host
 -- side joins when the bundle has CUDA instances; otherwise its stub.
 M.runtime_files = { "runtime/include/fa8.h", "runtime/src/fa8_internal.h", "runtime/src/api.c",
-  "runtime/src/dispatch.c", "runtime/src/status.c", "runtime/src/tuned.c", "runtime/src/tuned_parse.c",
+  "runtime/src/dispatch.c", "runtime/src/gpu.c", "runtime/src/status.c", "runtime/src/tuned.c", "runtime/src/tuned_parse.c",
   "runtime/src/validate.c", "backends/cpu/cpu_exec.c" }
 
 M.backends = {
   cpu = { ext = "c", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
     "runtime/include/fa8_kernel_abi.h", "templates/cpu/fa8_cpu_tile.h" } },
   cuda = { ext = "cu", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
-    "runtime/include/fa8_kernel_abi.h", "templates/cuda/fa8_cuda_tile.cuh", "templates/cuda/fa8_cuda_sm90.cuh",
-    "templates/cuda/fa8_cuda_sm90_bwd.cuh", "templates/cuda/fa8_cuda_delta_rowdot.cuh" } },
-  hip = { ext = "hip", support = {} },
+    "runtime/include/fa8_kernel_abi.h", "templates/common/fa8_dev_common.h", "templates/cuda/fa8_cuda_tile.cuh",
+    "templates/cuda/fa8_cuda_sm90.cuh", "templates/cuda/fa8_cuda_sm90_bwd.cuh", "templates/cuda/fa8_cuda_delta_rowdot.cuh" } },
+  -- HIP: the kernel source (device code, built header-free by clang) plus a host launcher in C per instance
+  hip = { ext = "hip", host = true, support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
+    "runtime/include/fa8_kernel_abi.h", "templates/common/fa8_dev_common.h", "templates/hip/fa8_hip_tile.h",
+    "templates/hip/fa8_fnuz_f16.h", "backends/hip/fa8_hip_host.h" } },
 }
 
--- A backend's portable pipeline (scalar, mma) uses <dir>.<ext>.tpl; others <dir>_<pipeline>.<ext>.tpl.
-local BASE_PIPELINE = { scalar = true, mma = true }
+-- A backend's portable pipeline (scalar, mma, mfma) uses <dir>.<ext>.tpl; others <dir>_<pipeline>.<ext>.tpl.
+local BASE_PIPELINE = { scalar = true, mma = true, mfma = true }
 local function template_for(c)
   local dir = c.functional.dir
   if not BASE_PIPELINE[c.tuning.pipeline] and dir ~= "quant" then dir = dir .. "_" .. c.tuning.pipeline end
@@ -34,6 +37,17 @@ local function template_for(c)
 end
 
 function M.instance_file(c) return c.name .. "." .. M.backends[c.target.backend].ext end
+-- HIP instances also get NAME_host.c: the launcher (grid, block, kernel names) the C runtime links
+function M.host_file(c) return M.backends[c.target.backend].host and (c.name .. "_host.c") or nil end
+
+-- Threads per workgroup of a HIP instance's main kernel: one source for the kernel's launch bound and the
+-- host launcher (templates/hip/*: a wave of 64 per 32 rows, the row-mode delta and the quantizer 4 waves).
+local function hip_threads(c)
+  local f, t = c.functional, c.tuning
+  if f.dir == "quant" or (f.dir == "delta" and f.delta ~= "matched") then return 256 end
+  if f.dir == "delta" then return t.block_m // 32 * 64 end
+  return t.warps * 64
+end
 
 -- Values a template sees. Keep logic here, substitutions in templates.
 local function template_env(c)
@@ -57,6 +71,8 @@ local function template_env(c)
     P_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).p_scale_log2),
     REM_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).rem_scale_log2),
     OPND_BYTES = f.fmt == "f32" and 4 or 1,
+    HIP_THREADS = c.target.backend == "hip" and hip_threads(c) or nil,
+    ARCH = c.target.arch,
   }
 end
 
@@ -107,9 +123,11 @@ function M.run(res, opts, meta)
   put("fa8_instances.c", outputs.instances_table(meta, res))
   for _, c in ipairs(res.instances) do
     put(M.instance_file(c), emit.expand(template_for(c), template_env(c)))
+    if M.host_file(c) then put(M.host_file(c), emit.expand(c.target.backend .. "/launch.c.tpl", template_env(c))) end
   end
   local used = {}
   for _, c in ipairs(res.instances) do used[c.target.backend] = true end
+  if used.hip then put("fa8_hip_modules.c", M.hip_modules(res)) end
   for _, be in ipairs({ "cpu", "cuda", "hip" }) do
     if used[be] then
       for _, s in ipairs(M.backends[be].support) do
@@ -122,6 +140,9 @@ function M.run(res, opts, meta)
     for _, s in ipairs(M.runtime_files) do put(path.basename(s), emit.read_file(emit.root .. "/" .. s)) end
     local gpu = used.cuda and "backends/cuda/cuda_backend.c" or "backends/cuda/cuda_absent.c"
     put(path.basename(gpu), emit.read_file(emit.root .. "/" .. gpu))
+    local hip = used.hip and "backends/hip/hip_backend.c" or "backends/hip/hip_absent.c"
+    put(path.basename(hip), emit.read_file(emit.root .. "/" .. hip))
+    if used.hip then put("embed", emit.read_file(emit.root .. "/backends/hip/embed")) end
     -- C sources, and CUDA sources grouped by target (each compiled for its own architecture)
     local sources, cuda, cuda_targets = {}, {}, {}
     for _, name in ipairs(files) do if name:match("%.c$") then sources[#sources + 1] = name end end
@@ -135,8 +156,20 @@ function M.run(res, opts, meta)
     end
     table.sort(cuda_targets)
     for _, a in ipairs(cuda_targets) do table.sort(cuda[a]) end
+    -- HIP kernel sources grouped by architecture the same way (each compiled to a code object, then embedded)
+    local hipsrc, hip_targets = {}, {}
+    for _, c in ipairs(res.instances) do
+      if c.target.backend == "hip" then
+        local arch = c.target.arch
+        if not hipsrc[arch] then hipsrc[arch] = {}; hip_targets[#hip_targets + 1] = arch end
+        table.insert(hipsrc[arch], M.instance_file(c))
+      end
+    end
+    table.sort(hip_targets)
+    for _, a in ipairs(hip_targets) do table.sort(hipsrc[a]) end
     local env = { sources = sources, cuda = cuda, cuda_targets = cuda_targets, meta = meta, res = res,
-                  count = #res.instances, has_cuda = #cuda_targets > 0 }
+                  count = #res.instances, has_cuda = #cuda_targets > 0,
+                  hip = hipsrc, hip_targets = hip_targets, has_hip = #hip_targets > 0 }
     put("README.md", emit.expand("bundle/README.md.tpl", env, { no_line = true }))
     put("Makefile", emit.expand("bundle/Makefile.tpl", env, { no_line = true }))
     put("meson.build", emit.expand("bundle/meson.build.tpl", env, { no_line = true }))
@@ -148,10 +181,32 @@ function M.run(res, opts, meta)
   return files
 end
 
+-- fa8_hip_modules.c: one module per HIP architecture, which backends/hip/hip_backend.c loads to find out
+-- which architecture the device is (the HIP runtime refuses a code object built for another one)
+function M.hip_modules(res)
+  local seen, lines, refs = {}, { "/* generated by fa8: one HIP module per architecture (device probing). Do not edit. */",
+    '#include "fa8_hip_host.h"' }, {}
+  for _, c in ipairs(res.instances) do
+    if c.target.backend == "hip" and not seen[c.target.arch] then
+      seen[c.target.arch] = true
+      lines[#lines + 1] = ("extern fa8_hip_module fa8_hipmod_%s;"):format(c.name)
+      refs[#refs + 1] = ("&fa8_hipmod_%s, "):format(c.name)
+    end
+  end
+  lines[#lines + 1] = "fa8_hip_module *const fa8_hip_probe_modules[] = { " .. table.concat(refs) .. "NULL };"
+  return table.concat(lines, "\n") .. "\n"
+end
+
 -- Names of the files a run would write (for Meson's configure step), without writing anything.
 function M.list_outputs(res, bundle_files)
   local names = { "manifest.json", "fa8_desc.h", "fa8_instances.h", "fa8_instances.c" }
-  for _, c in ipairs(res.instances) do names[#names + 1] = M.instance_file(c) end
+  for _, c in ipairs(res.instances) do
+    names[#names + 1] = M.instance_file(c)
+    if M.host_file(c) then names[#names + 1] = M.host_file(c) end
+  end
+  for _, c in ipairs(res.instances) do
+    if c.target.backend == "hip" then names[#names + 1] = "fa8_hip_modules.c"; break end
+  end
   return names
 end
 

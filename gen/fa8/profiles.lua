@@ -23,7 +23,11 @@ local tiles = {
     -- (registers: O is 64 x DV FP32 per warpgroup). The backward is not on wgmma yet: it runs on mma.
     wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2, dmax = 128 }, { 128, 64, 12, 2, dmin = 129 } },
                bwd = {} },
-    mfma   = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 64, 4, 1 } }, bwd = { { 64, 64, 2, 1 } } },
+    -- AMD CDNA (templates/hip): 32 rows per wave; first fit within 64 KiB of LDS and the register file, so
+    -- large head dims take the smaller tiles (the forward's 64 x 32 keeps d > 128 out of scratch; the backward
+    -- keeps K, V, K^t and four query-side tiles resident)
+    mfma   = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 64, 4, 1, dmax = 128 }, { 64, 32, 2, 1, dmin = 129 } },
+               bwd = { { 64, 64, 2, 1 }, { 64, 32, 2, 1 }, { 32, 32, 1, 1 } } },
   },
   tuning = {
     scalar = { quant = { { 64, 64, 1, 1 } },
@@ -42,7 +46,7 @@ local tiles = {
                bwd = { { 64, 128, 12, 2 } } },
     mfma   = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 64, 4, 1 }, { 128, 128, 4, 1 }, { 64, 64, 2, 1 } },
-               bwd = { { 64, 64, 2, 1 }, { 128, 64, 4, 1 } } },
+               bwd = { { 64, 64, 2, 1 }, { 64, 32, 2, 1 }, { 32, 32, 1, 1 }, { 128, 64, 4, 1 } } },
   },
 }
 tiles.minimal = tiles.default

@@ -333,7 +333,7 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
     ba.diag.pre = w; ba.diag.post = w + n; ba.diag.abs_pre = w + 2 * n; ba.diag.abs_post = w + 3 * n; ba.diag.ra = w + 4 * n;
     ba.diag.sb = H * Sq; ba.diag.sh = Sq;
   }
-  if (gpu && p->collect_stats) FA8_TRY(fa8__gpu_memset(workspace, need, stream));   /* accumulated with atomics */
+  if (gpu && p->collect_stats) FA8_TRY(fa8__gpu_memset(p->backend, workspace, need, stream));   /* accumulated with atomics */
   FA8_TRY(run(plan.bwd, &ba, p->num_threads, stream));
   if (!p->collect_stats) return FA8_OK;
   if (!gpu) {
@@ -343,7 +343,7 @@ fa8_status fa8_backward(const fa8_problem *p, const fa8_bwd_tensors *t, void *wo
   /* GPU: statistics are opt-in diagnostics, so copying them back (and waiting) here is acceptable */
   double *h = (double *)malloc(need);
   if (!h) return fa8__fail(FA8_ERR_OUT_OF_MEMORY, "no host memory for the row statistics (%zu bytes)", need);
-  fa8_status st = fa8__gpu_download(h, workspace, need, stream);
+  fa8_status st = fa8__gpu_download(p->backend, h, workspace, need, stream);
   if (st == FA8_OK) reduce_stats(h, h + n, h + 2 * n, h + 3 * n, h + 4 * n, n, t->stats);
   free(h);
   return st;

@@ -62,14 +62,25 @@ const fa8_kernel_desc *fa8__find_quant(fa8_backend be, fa8_fmt fmt, int32_t hdim
 
 /* backends */
 fa8_status fa8__cpu_run(const fa8_kernel_desc *d, const void *args, int32_t num_threads);
-/* GPU hooks (backends/cuda/cuda_backend.c, or cuda_absent.c when not built) */
+/* GPU hooks: runtime/src/gpu.c routes each to the backend's (backends/cuda/cuda_backend.c or cuda_absent.c,
+ * backends/hip/hip_backend.c or hip_absent.c) */
 const char *fa8__gpu_arch(fa8_backend be);          /* fa8 target of the current device ("sm_90a"), or NULL */
 int32_t fa8__gpu_sm_count(fa8_backend be);          /* multiprocessors of the current device (0: none) */
 const char *fa8__gpu_name(fa8_backend be);          /* its name ("" when none) */
 fa8_status fa8__gpu_check_device(fa8_backend be);   /* is there a device with kernels in this build? */
 fa8_status fa8__gpu_run(const fa8_kernel_desc *d, const void *args, void *stream);
-fa8_status fa8__gpu_memset(void *p, size_t n, void *stream);
-fa8_status fa8__gpu_download(void *host, const void *dev, size_t n, void *stream);
+fa8_status fa8__gpu_memset(fa8_backend be, void *p, size_t n, void *stream);
+fa8_status fa8__gpu_download(fa8_backend be, void *host, const void *dev, size_t n, void *stream);
+#define FA8__GPU_HOOKS(P)                                                                        \
+  const char *P##_arch(fa8_backend be);                                                          \
+  int32_t P##_sm_count(fa8_backend be);                                                          \
+  const char *P##_name(fa8_backend be);                                                          \
+  fa8_status P##_check_device(fa8_backend be);                                                   \
+  fa8_status P##_run(const fa8_kernel_desc *d, const void *args, void *stream);                  \
+  fa8_status P##_memset(void *p, size_t n, void *stream);                                        \
+  fa8_status P##_download(void *host, const void *dev, size_t n, void *stream);
+FA8__GPU_HOOKS(fa8__cuda)
+FA8__GPU_HOOKS(fa8__hip)
 fa8_status fa8__check_gpu_fp8(const char *name, const fa8_qtensor *q, int need_t);
 int32_t fa8__cpu_threads(int32_t requested);
 

@@ -5,6 +5,11 @@
 % else
 # (no CUDA in this bundle).
 % end
+% if has_hip then
+# HIP kernels: clang++-19 (HIPCC) compiles each for its AMD target, header-free (no ROCm headers or device
+# libraries needed, so Debian's missing gfx942 device library does not matter); ./embed turns each code object
+# into C. Link consumers with -ldl (the HIP runtime is loaded at run time).
+% end
 CC ?= cc
 AR ?= ar
 CFLAGS ?= -O3
@@ -15,6 +20,18 @@ SRCS = \
   $(s)$(i < #sources and " \\" or "")
 % end
 OBJS = ${SRCS:.c=.o}
+% if has_hip then
+HIPCC ?= clang++-19
+HIPFLAGS ?= -O3
+FA8_HIPFLAGS = -x hip -std=c++17 -nogpuinc -nogpulib --cuda-device-only --no-gpu-bundle-output -ffp-contract=off -I.
+%   for _, arch in ipairs(hip_targets) do
+HIP_$(arch) = \
+%     for i, s in ipairs(hip[arch]) do
+  $(s)$(i < #hip[arch] and " \\" or "")
+%     end
+HIP_OBJS += ${HIP_$(arch):.hip=_co.o}
+%   end
+% end
 % if has_cuda then
 CUDA_HOME ?= /usr/local/cuda
 NVCC ?= ${CUDA_HOME}/bin/nvcc
@@ -30,8 +47,9 @@ CU_OBJS += ${CU_$(tag):.cu=.o}
 %   end
 % end
 
-libfa8.a: ${OBJS}$(has_cuda and " ${CU_OBJS}" or "")
-	${AR} rcs $@ ${OBJS}$(has_cuda and " ${CU_OBJS}" or "")
+% local extra = (has_cuda and " ${CU_OBJS}" or "") .. (has_hip and " ${HIP_OBJS}" or "")
+libfa8.a: ${OBJS}$(extra)
+	${AR} rcs $@ ${OBJS}$(extra)
 
 .c.o:
 	${CC} ${FA8_CFLAGS} ${CFLAGS} -c $< -o $@
@@ -43,8 +61,18 @@ ${CU_$(tag):.cu=.o}: %.o: %.cu
 	${NVCC} -std=c++17 ${NVCCFLAGS} -Xcompiler -fPIC -I. -gencode=arch=compute_$(arch:sub(4)),code=$(arch) -c $< -o $@
 %   end
 % end
+% if has_hip then
+%   for _, arch in ipairs(hip_targets) do
+
+${HIP_$(arch):.hip=.hsaco}: %.hsaco: %.hip
+	${HIPCC} ${FA8_HIPFLAGS} ${HIPFLAGS} --offload-arch=$(arch) $< -o $@
+
+${HIP_$(arch):.hip=_co.c}: %_co.c: %.hsaco
+	sh ./embed $< fa8_co_$* $@
+%   end
+% end
 
 clean:
-	rm -f ${OBJS}$(has_cuda and " ${CU_OBJS}" or "") libfa8.a
+	rm -f ${OBJS}$(extra)$(has_hip and " *.hsaco *_co.c" or "") libfa8.a
 
 .PHONY: clean

@@ -8,13 +8,20 @@ here: no Lua, Meson or Python.
 Build `libfa8.a` (the fa8 runtime with the `fa8.h` API, dispatching over exactly these instances, plus the
 kernels):
 
-    make$(has_cuda and "                      # CUDA_HOME=/usr/local/cuda by default" or "")
+    make$(has_cuda and "                      # CUDA_HOME=/usr/local/cuda by default" or "")$(has_hip and "                      # HIPCC=clang++-19 by default" or "")
 
 or with Meson, as a subproject or on its own: `meson setup build && meson compile -C build` (`fa8_dep`).
 
 Use it:
 
-    cc -std=c11 -O2 -I. app.c libfa8.a -lm -lpthread$(has_cuda and " -L$CUDA_HOME/lib64 -lcudart -lstdc++" or "")
+    cc -std=c11 -O2 -I. app.c libfa8.a -lm -lpthread$(has_cuda and " -L$CUDA_HOME/lib64 -lcudart -lstdc++" or "")$(has_hip and " -ldl" or "")
+% if has_hip then
+
+HIP ($(table.concat(hip_targets, ", "))): each kernel is compiled by clang++-19 into a code object (header-free: no ROCm
+headers or device libraries are needed) and embedded in the library; the HIP runtime (libamdhip64) is loaded
+when a HIP call is made, and without it or an AMD GPU the API returns FA8_ERR_UNSUPPORTED saying so. These
+kernels are compile-verified for gfx942 and gfx90a, not yet run on AMD hardware.
+% end
 
 * `fa8.h` is the API (quantize, forward, backward, dispatch, tuned-table overlay); `fa8_types.h` its enums.
 * `fa8_instances.h` declares every instance, the descriptor table `fa8_instances[]` (dispatch order: most

@@ -17,6 +17,21 @@ fa8_objs += generator(nvcc, output : '@BASENAME@.o',
 )
 %   end
 % end
+% if has_hip then
+# HIP kernels: clang++-19 compiles each for its AMD target, header-free; ./embed makes each code object C
+hipcc = find_program('clang++-19')
+embed = find_program('embed')
+fa8_deps += [cc.find_library('dl', required : false)]
+%   for _, arch in ipairs(hip_targets) do
+%     for _, s in ipairs(hip[arch]) do
+%       local base = s:gsub("%.hip$", "")
+fa8_objs += custom_target('$(base)_co.c', output : '$(base)_co.c', command : [embed, custom_target('$(base).hsaco',
+  input : '$(s)', output : '$(base).hsaco', command : [hipcc, '-x', 'hip', '-std=c++17', '-O3', '-nogpuinc', '-nogpulib',
+  '--cuda-device-only', '--no-gpu-bundle-output', '-ffp-contract=off', '-I' + meson.current_source_dir(),
+  '--offload-arch=$(arch)', '@INPUT@', '-o', '@OUTPUT@']), 'fa8_co_$(base)', '@OUTPUT@'])
+%     end
+%   end
+% end
 fa8_lib = static_library('fa8',
 % for _, s in ipairs(sources) do
   '$(s)',

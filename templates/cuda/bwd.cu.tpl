@@ -121,11 +121,10 @@ __global__ void __launch_bounds__(WARPS * 32) bwd_kernel(const fa8_bwd_args a) {
         for (int e = 0; e < 4; ++e) {
           const int i = wr * 16 + g + 8 * (e >> 1), j = jb + 2 * t + (e & 1);
           const int row = m0 + i, col = n0 + j;
-          const bool vis = row < a.Sq && col < a.Sk && (!CAUSAL || col <= row + diag);
-          const float tt = sc[e] * ((s.qs[i] * s.ks[j]) * cl2e);
-          const float p = (!vis || s.lse2[i] == -INFINITY) ? 0.0f : exp2f(tt - s.lse2[i]);
-          const float dpv = d4[e] * (s.dos[i] * s.vs[j]);
-          const float dsv = p * (dpv - s.delta[i]);
+          float p, dpv;
+          fa8_p_dpv(p, dpv, sc[e], d4[e], s.qs[i], s.ks[j], s.dos[i], s.vs[j], cl2e, s.lse2[i],
+                    fa8_visible(row, col, a.Sq, a.Sk, diag, CAUSAL));
+          const float dsv = fa8_ds(p, dpv, s.delta[i]);
           sp[nt][e] = p;
           dp[nt][e] = dsv;
           amax = fmaxf(amax, fabsf(dsv));

@@ -46,7 +46,7 @@ __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) 
       lse2[r] = ok ? a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] * FA8_LOG2E : -INFINITY;
     }
     const int last = min(m0 + ROWS, a.Sq) - 1;
-    const int kend = CAUSAL ? max(0, min(a.Sk, last + diag + 1)) : a.Sk;
+    const int kend = fa8_key_end(last, a.Sk, diag, CAUSAL);
     for (int n0 = 0; n0 < kend; n0 += BN) {
       __syncthreads();
       fa8_stage_rows<BN, DQK>(s.k, kg, a.k.ss, n0, a.Sk);
@@ -77,10 +77,10 @@ __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) 
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int r = e >> 1, j = nt * 8 + 2 * t + (e & 1), col = n0 + j;
-          const bool vis = row[r] < a.Sq && col < a.Sk && (!CAUSAL || col <= row[r] + diag);
-          const float tt = sc[e] * ((qs[r] * s.ks[j]) * cl2e);
-          const float p = (!vis || lse2[r] == -INFINITY) ? 0.0f : exp2f(tt - lse2[r]);
-          acc[r] += p * (dp[e] * (dos[r] * s.vs[j]));
+          float p, dpv;
+          fa8_p_dpv(p, dpv, sc[e], dp[e], qs[r], s.ks[j], dos[r], s.vs[j], cl2e, lse2[r],
+                    fa8_visible(row[r], col, a.Sq, a.Sk, diag, CAUSAL));
+          acc[r] += p * dpv;
           psum[r] += p;
         }
       }
@@ -99,7 +99,7 @@ constexpr size_t SMEM = sizeof(Smem);
 /* row dot products: one warp per row */
 constexpr int THREADS = 128;
 __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) {
-  fa8_delta_rowdot<FMT_GRAD, DV, MODE_STALE == 1, MODE_SPLIT == 1>(a, blockIdx.z, blockIdx.y, blockIdx.x * BM,
+  fa8_delta_rowdot<FMT_GRAD, DV, MODE_STALE != 0, MODE_SPLIT != 0>(a, blockIdx.z, blockIdx.y, blockIdx.x * BM,
                                                                  min(a.Sq, (blockIdx.x + 1) * BM));
 }
 constexpr size_t SMEM = 0;

@@ -16,9 +16,10 @@
 #include <stdint.h>
 #include "fa8_fp8.h"
 #include "fa8_kernel_abi.h"
+/* scale lookup, masking, softmax, dS, tile exponent, delta row terms: shared with the HIP kernels */
+#define FA8_DEV __device__ __forceinline__
+#include "fa8_dev_common.h"
 
-#define FA8_LOG2E 1.44269504088896340736f
-#define FA8_LN2 0.693147180559945309417f
 #define FA8_PAD 16   /* bytes of padding per shared-memory row */
 
 /* ---- matrix unit ---- */
@@ -106,10 +107,6 @@ __device__ __forceinline__ void fa8_stage_cols(uint8_t *s, const uint8_t *g, int
   }
 }
 
-__device__ __forceinline__ float fa8_scale_at(const fa8_scales &s, int b, int h, int row) {
-  return s.ptr[(int64_t)b * s.sb + (int64_t)h * s.sh + row / s.rows];
-}
-
 /* max / sum over the 4 threads that share a fragment row */
 __device__ __forceinline__ float fa8_quad_max(float x) {
   x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
@@ -118,16 +115,6 @@ __device__ __forceinline__ float fa8_quad_max(float x) {
 __device__ __forceinline__ float fa8_quad_sum(float x) {
   x += __shfl_xor_sync(0xffffffffu, x, 1);
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
-/* Power-of-two exponent e with amax <= fmax * 2^e (smallest; 0 for an all-zero tile): the same rule as the
- * CPU's fa8_cpu_tile_exponent, computed exactly from the bits. */
-__device__ __forceinline__ int fa8_tile_exponent(float amax, float fmax) {
-  if (!(amax > 0.0f)) return 0;
-  int e = ilogbf(amax) - ilogbf(fmax);
-  while (amax > ldexpf(fmax, e)) ++e;
-  while (e > -126 && amax <= ldexpf(fmax, e - 1)) --e;
-  return e;
 }
 
 #define FA8_CUDA_CHECK_LAUNCH() (cudaGetLastError() == cudaSuccess ? 0 : -1)

@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
   fa8_stage_rows<BM, DQK>(s.q, qg, a.q.ss, m0, a.Sq);
   fa8_cp_commit();
   const int last_row = min(m0 + BM, a.Sq) - 1;
-  const int kend = CAUSAL ? max(0, min(a.Sk, last_row + diag + 1)) : a.Sk;
+  const int kend = fa8_key_end(last_row, a.Sk, diag, CAUSAL);
   const int ntiles = (kend + BN - 1) / BN;
   if (ntiles > 0) load_tile(s, 0, a, b, kh, 0);
 
@@ -103,8 +103,7 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e >> 1, col = n0 + nt * 8 + 2 * t + (e & 1);
-        const bool vis = row[r] < a.Sq && col < a.Sk && (!CAUSAL || col <= row[r] + diag);
-        const float v = vis ? sacc[nt][e] * ((qs[r] * s.ks[st][col - n0]) * cl2e) : -INFINITY;
+        const float v = fa8_logit2(sacc[nt][e], qs[r], s.ks[st][col - n0], cl2e, fa8_visible(row[r], col, a.Sq, a.Sk, diag, CAUSAL));
         sacc[nt][e] = v;
         mx[r] = fmaxf(mx[r], v);
       }
@@ -113,7 +112,7 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const float mn = fa8_quad_max(mx[r]);
-      const float alpha = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
+      const float alpha = fa8_softmax_alpha(m[r], mn);
       rescale[r] = alpha * (f_prev / f_cur);
       l[r] *= alpha;
       m[r] = mn;
@@ -125,11 +124,11 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e >> 1;
-        const float p = m[r] == -INFINITY ? 0.0f : exp2f(sacc[nt][e] - m[r]);
+        const float p = fa8_prob_running(sacc[nt][e], m[r]);
         l[r] += p;
         const uint8_t pc = fa8_cvt<FA8_FMT_E4M3>(p * P_SCALE);
         s.p[(warp * 16 + g + 8 * r) * LP + nt * 8 + 2 * t + (e & 1)] = pc;
-        if (SPLIT) rcode[nt][e] = fa8_cvt<FA8_FMT_E4M3>((p - fa8_dec<FA8_FMT_E4M3>(pc) * (1.0f / P_SCALE)) * REM_SCALE);
+        if (SPLIT) rcode[nt][e] = fa8_cvt<FA8_FMT_E4M3>(fa8_split_rem(p, fa8_dec<FA8_FMT_E4M3>(pc), P_SCALE) * REM_SCALE);
       }
     if (SPLIT) {
       /* remainder first, into the accumulator pre-scaled by 2^4 (exact): acc = (acc*16 + R^V^)/16 + P^V^ */
@@ -189,7 +188,7 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
         if (of) of[col] = ov;
         if (SPLIT) orem[col] = fa8_bf16_from_f32(ov - fa8_f32_from_bf16(ob));
       }
-    if (t == 0) a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = lsum > 0.0f ? (m[r] + log2f(lsum)) * FA8_LN2 : -INFINITY;
+    if (t == 0) a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = fa8_lse_out(m[r], lsum);
   }
 }
 }  // namespace
