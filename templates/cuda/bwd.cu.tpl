@@ -27,14 +27,6 @@ struct Smem {
   float ks[BN], vs[BN], qs[BM], dos[BM], lse2[BM], delta[BM], wmax[WARPS];
 };
 
-__global__ void zero_rows(fa8_ten dq, int B, int S, int H, int D) {
-  const int64_t n = (int64_t)B * S * H * D;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t d = i % D, h = (i / D) % H, s = (i / D / H) % S, b = i / D / H / S;
-    ((float *)dq.ptr)[b * dq.sb + s * dq.ss + h * dq.sh + d] = 0.0f;
-  }
-}
-
 __device__ __forceinline__ void add_diag(double *base, const fa8_rowdiag &dg, int b, int h, int row, double v) {
   if (base) atomicAdd(base + (int64_t)b * dg.sb + (int64_t)h * dg.sh + row, v);
 }
@@ -254,7 +246,7 @@ __global__ void __launch_bounds__(WARPS * 32) bwd_kernel(const fa8_bwd_args a) {
 extern "C" int $(name)_launch(const void *args, void *stream) {
   const fa8_bwd_args *a = (const fa8_bwd_args *)args;
   cudaStream_t st = (cudaStream_t)stream;
-  zero_rows<<<256, 256, 0, st>>>(a->dq, a->B, a->Sq, a->H, DQK);
+  fa8_zero_rows<<<256, 256, 0, st>>>(a->dq, a->B, a->Sq, a->H, DQK);
   const size_t smem = sizeof(Smem);
   cudaError_t e = cudaFuncSetAttribute(bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return (int)e;

@@ -66,14 +66,6 @@ __device__ __forceinline__ void wgmma_dq(float (&d)[NQ / 2], uint64_t da, uint64
                : "l"(da), "l"(db), "r"(accumulate));
 }
 
-__global__ void zero_rows(fa8_ten dq, int B, int S, int H, int D) {
-  const int64_t n = (int64_t)B * S * H * D;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t d = i % D, h = (i / D) % H, s = (i / D / H) % S, b = i / D / H / S;
-    ((float *)dq.ptr)[b * dq.sb + s * dq.ss + h * dq.sh + d] = 0.0f;
-  }
-}
-
 /* the row diagnostics of docs/numerics.md (collect_stats only): every element adds its five terms to per-query
  * sums in shared memory (few live registers: the accumulators stay in registers), then, once every consumer
  * warpgroup has added, 64 threads flush the sums with one double atomic per query and statistic and clear them.
@@ -317,7 +309,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   if (!e) e = fa8_tma_map(&prm.tqt, a.qt.ptr, dqt, sqt, DQK);
   if (!e) e = fa8_tma_map(&prm.tdot, a.dot.ptr, ddt, sdt, DV);
   if (e) return e;
-  zero_rows<<<256, 256, 0, st>>>(a.dq, a.B, a.Sq, a.H, DQK);
+  fa8_zero_rows<<<256, 256, 0, st>>>(a.dq, a.B, a.Sq, a.H, DQK);
   const size_t smem = sizeof(Smem) + 1024;
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
