@@ -12,7 +12,7 @@ int cli_list_tuned(int argc, char **argv) {
   fa8_problem_init(&p);
   p.batch = 1; p.heads = 64; p.kv_heads = 8; p.seqlen_q = p.seqlen_k = 4096;
   int32_t seqlen = 0, tuned = 0, heuristic = 0;
-  const char *hdim = "128", *backend = "cpu", *delta = "matched", *overlay = NULL;
+  const char *hdim = "128", *backend = "cpu", *delta = "matched", *overlay = NULL, *device = NULL;
   const opt_spec specs[] = {
     { "tuned", OPT_FLAG, &tuned, 0, 0, "(this listing)" },
     { "backend", OPT_STR, &backend, 0, 0, "cpu (default) | cuda" },
@@ -26,6 +26,7 @@ int cli_list_tuned(int argc, char **argv) {
     { "threads", OPT_INT, &p.num_threads, 0, 4096, "CPU threads (0: all cores)" },
     { "overlay", OPT_STR, &overlay, 0, 0, "a tuned table (CSV) searched before the built-in one" },
     { "heuristic", OPT_FLAG, &heuristic, 0, 0, "ignore every tuned table" },
+    { "device", OPT_STR, &device, 0, 0, "TARGET:SMS: what a GPU backend would pick on that device, without one (sm_90a:132)" },
   };
   const int pr = opts_parse("list --tuned", argc, argv, specs, (int)(sizeof specs / sizeof specs[0]));
   if (pr) return pr > 0 ? 0 : 2;
@@ -34,6 +35,15 @@ int cli_list_tuned(int argc, char **argv) {
   fa8_delta_mode m;
   if (h_delta_from_name(delta, &m)) { fprintf(stderr, "fa8 list --tuned: --delta '%s' is not a delta mode\n", delta); return 2; }
   p.delta = m;
+  if (device) {   /* plan for a device this machine need not have */
+    char arch[32];
+    int sms = -1, used = 0;
+    if (sscanf(device, "%31[^:]:%d%n", arch, &sms, &used) != 2 || device[used] != '\0' || sms < 0) {
+      fprintf(stderr, "fa8 list --tuned: --device '%s' is not TARGET:SMS (e.g. sm_90a:132)\n", device);
+      return 2;
+    }
+    if (fa8_plan_for_device(p.backend, arch, sms) != FA8_OK) { fprintf(stderr, "fa8 list --tuned: --device: %s\n", fa8_last_error()); return 2; }
+  }
   if (overlay && fa8_tuning_overlay(overlay) != FA8_OK) { fprintf(stderr, "fa8 list --tuned: %s\n", fa8_last_error()); return 2; }
   if (heuristic) fa8_tuning_enable(0);
   fa8_dispatch_names n;

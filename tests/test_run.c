@@ -244,6 +244,35 @@ Test(run, tune_writes_a_table_the_runtime_uses) {
   cr_expect(strstr(out, "tuned (overlay): exact row") != NULL && strstr(out, "t.csv:3") != NULL, "%s", out);
 }
 
+/* The committed H200 table is what the runtime picks on an H200, shown without one: fa8 list --tuned --device
+ * plans for sm_90a with 132 SMs (builds without sm_90a kernels skip). The expected instances come from the CSV. */
+Test(run, list_tuned_plans_for_the_h200_table) {
+  char out[8192], path[600], line[1024], fwd[256] = "", bwd[256] = "";
+  snprintf(path, sizeof path, "%s/tune/tables/sm_90a-132.csv", getenv("FA8_ROOT"));
+  FILE *f = fopen(path, "r");
+  cr_assert(f, "%s is missing", path);
+  while (fgets(line, sizeof line, f)) {
+    char *want = strstr(line, ",fa8_fwd_e4m3_d256v256_gqa_full,s8192_bh64,") ? fwd
+               : strstr(line, ",fa8_bwd_e4m3_d256v256_gqa_full,s8192_bh64,") ? bwd : NULL;
+    if (!want) continue;
+    char *field = line;
+    for (int i = 0; i < 5 && field; ++i) field = strchr(field, ',') ? strchr(field, ',') + 1 : NULL;   /* 6th: instance */
+    cr_assert(field);
+    snprintf(want, 256, "%.*s", (int)strcspn(field, ","), field);
+  }
+  fclose(f);
+  cr_assert(*fwd && *bwd, "the H200 table has no d256 rows at s8192_bh64");
+  const int rc = fa8_cmd(out, sizeof out, "list --tuned --backend cuda --device sm_90a:132 --hdim 256 --seqlen 8192");
+  if (rc != 0 && strstr(out, "in this build")) cr_skip_test("no sm_90a kernels in this build: %s", out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_expect(strstr(out, "on sm_90a (132 SMs)") != NULL, "%s", out);
+  char want[300];
+  snprintf(want, sizeof want, "fwd   %s\n      tuned (built in): exact row", fwd);
+  cr_expect(strstr(out, want) != NULL, "expected %s from the table:\n%s", fwd, out);
+  snprintf(want, sizeof want, "bwd   %s\n      tuned (built in): exact row", bwd);
+  cr_expect(strstr(out, want) != NULL, "expected %s from the table:\n%s", bwd, out);
+}
+
 Test(run, tuned_tables_refuse_bad_input) {
   char out[4096], args[700], path[300];
   snprintf(path, sizeof path, "%s/bad.csv", dir_out);
@@ -270,7 +299,10 @@ Test(run, tuned_tables_refuse_bad_input) {
                              { "list --tuned --backend tpu", "tpu" }, { "list --tuned --seqlen 0", "--seqlen" },
                              { "tune --backend cpu --causal maybe", "maybe" }, { "tune --backend cpu --dirs up", "up" },
                              { "tune --backend cpu --seqlen 0", "--seqlen" }, { "tune --backend cpu --heads 6 --kv-heads 4", "--kv-heads" },
-                             { "tune --backend cpu --delta fresh", "fresh" }, { "tune --hdim 12x --backend cpu", "12x" } };
+                             { "tune --backend cpu --delta fresh", "fresh" }, { "tune --hdim 12x --backend cpu", "12x" },
+                             { "list --tuned --backend cuda --device sm_90a", "sm_90a" },
+                             { "list --tuned --backend cuda --device sm_90a:-1", "sm_90a:-1" },
+                             { "list --tuned --device sm_90a:132", "cpu" } };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     rc = fa8_cmd(out, sizeof out, cases[i][0]);
     cr_expect_eq(rc, 2, "`fa8 %s` exited %d: %s", cases[i][0], rc, out);

@@ -279,3 +279,27 @@ Test(tuned, tuner_api_refuses_bad_arguments) {
   cr_expect_null(fa8_bundle_backward(NULL));
   cr_expect_null(fa8_bundle_backward("fa8_bundle_nope"));
 }
+
+/* fa8_plan_for_device: bad input is refused with the value named; a GPU backend planned for a target answers for
+ * it (fa8_device_info) and clearing it restores the machine's own answer. */
+Test(tuned, plan_for_device) {
+  cr_expect_eq(fa8_plan_for_device(FA8_BACKEND_CPU, "sm_90a", 132), FA8_ERR_INVALID_ARGUMENT);
+  cr_expect(strstr(fa8_last_error(), "cpu") != NULL, "%s", fa8_last_error());
+  cr_expect_eq(fa8_plan_for_device(FA8_BACKEND_CUDA, "sm_90a", -3), FA8_ERR_INVALID_ARGUMENT);
+  cr_expect(strstr(fa8_last_error(), "-3") != NULL, "%s", fa8_last_error());
+  cr_expect_eq(fa8_plan_for_device(FA8_BACKEND_CUDA, "", 1), FA8_ERR_INVALID_ARGUMENT);
+  cr_expect_eq(fa8_plan_for_device((fa8_backend)9, "sm_90a", 1), FA8_ERR_INVALID_ARGUMENT);
+  cr_expect(strstr(fa8_last_error(), "9") != NULL, "%s", fa8_last_error());
+  cr_assert_eq(fa8_plan_for_device(FA8_BACKEND_CUDA, "sm_90a", 132), FA8_OK, "%s", fa8_last_error());
+  fa8_problem p;
+  fa8_problem_init(&p);
+  p.backend = FA8_BACKEND_CUDA;
+  const char *target = NULL, *name = NULL;
+  int32_t sms = 0;
+  cr_expect_eq(fa8_device_info(&p, &target, &sms, &name), FA8_OK, "%s", fa8_last_error());
+  cr_expect(target && strcmp(target, "sm_90a") == 0 && sms == 132, "%s %d", target ? target : "(null)", sms);
+  cr_assert_eq(fa8_plan_for_device(FA8_BACKEND_CUDA, NULL, 0), FA8_OK);
+  target = NULL;
+  if (fa8_device_info(&p, &target, &sms, &name) == FA8_OK)   /* a machine with a GPU answers for its own */
+    cr_expect(!(target && strcmp(target, "sm_90a") == 0 && sms == 132 && strstr(name, "planned")), "still planned");
+}

@@ -158,6 +158,12 @@ const char *fa8_bundle_backward(const char *bundle);
 /* The target name tables use for a backend on this machine ("sm_90a", "cpu"), its SM (or thread) count for
  * p->num_threads, and the device name. FA8_ERR_UNSUPPORTED without a device. */
 fa8_status fa8_device_info(const fa8_problem *p, const char **target, int32_t *sm_count, const char **name);
+/* Planning without the device: until called again with target NULL, fa8_dispatch, fa8_candidates, the tuned
+ * lookup and fa8_device_info answer for `backend` as if its device were `target` (an fa8 target name such as
+ * "sm_90a") with `sm_count` multiprocessors, e.g. to see on a build machine which instances an H200 would run
+ * (`fa8 list --tuned --device sm_90a:132`). Nothing runs on that backend meanwhile (FA8_ERR_UNSUPPORTED).
+ * Process-wide: set it before other calls, not concurrently with them. */
+fa8_status fa8_plan_for_device(fa8_backend backend, const char *target, int32_t sm_count);
 /* The shape bucket a problem falls in, as tables name it ("s<seq>_bh<bh>"): seq and bh are the powers of two
  * at or above max(seqlen_q, seqlen_k) and batch x heads. */
 void fa8_tuning_bucket(const fa8_problem *p, int64_t *seq, int64_t *bh);
