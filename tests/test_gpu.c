@@ -368,7 +368,6 @@ static void run_bundles_geom(const geom *g, uint64_t seed) {
                       d.stats.pre_ra_max);
     }
   }
-  d.cfg.p.instance = c.cfg.p.instance = NULL;
   h_ref_free(&ref);
   h_free(&d);
   h_free(&c);

@@ -25,13 +25,18 @@ end
 local ok, rows = pcall(tuned.parse, table_path, slurp(table_path))
 if not ok then io.stderr:write("gain-vs-default: " .. rows .. "\n"); os.exit(1) end
 
--- cache lines: target|sms|genhash|candidate|B1,H64,Hkv8,S2048,full,matched <TAB> status median p20 p80 err
+-- cache lines: target|sms|genhash|candidate|B1,H64,Hkv8,S2048,full,matched <TAB> status median p20 p80 err,
+-- indexed once by what a table row names: target, SM count, candidate, S, B·H (B = 1: H) and the causal flag
 local cache = {}
+local function cache_key(target, sms, cand, s, bh, causal)
+  return table.concat({ target, tostring(sms), cand, tostring(s), tostring(bh), causal }, "|")
+end
 for line in slurp(cache_path):gmatch("[^\n]+") do
   local key, status, med = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)")
-  if key then
+  if key and status == "ok" then
     local target, sms, _, cand, prob = key:match("^([^|]+)|([^|]+)|([^|]+)|([^|]+)|(.+)$")
-    if cand and status == "ok" then cache[table.concat({ target, sms, cand, prob }, "|")] = tonumber(med) end
+    local H, S, causal = (prob or ""):match("^B1,H(%d+),Hkv%d+,S(%d+),(%a+),")
+    if H then cache[cache_key(target, tonumber(sms), cand, tonumber(S), tonumber(H), causal)] = tonumber(med) end
   end
 end
 
@@ -64,18 +69,7 @@ for _, r in ipairs(rows) do
   local causal = r.key:match("_causal$") and "causal" or "full"
   local def = default_for(r.target, r.key, qk .. "x" .. v)
   local tuned_name = r.instance
-  local t_def
-  if def then
-    -- the problem string carries H and Hkv; the bucket only their product: find the cached problem by prefix
-    for k, med in pairs(cache) do
-      local tgt, sms, cand, prob = k:match("^([^|]+)|([^|]+)|([^|]+)|(.+)$")
-      local H, Hkv, S = prob:match("^B1,H(%d+),Hkv(%d+),S(%d+),")
-      if tgt == r.target and tonumber(sms) == r.sm_count and cand == def and S == s and tonumber(H) == tonumber(bh)
-          and prob:find("," .. causal .. ",", 1, true) then
-        t_def = med
-      end
-    end
-  end
+  local t_def = def and cache[cache_key(r.target, r.sm_count, def, tonumber(s), tonumber(bh), causal)]
   local gain = (t_def and r.median_us > 0) and (t_def / r.median_us - 1) * 100 or nil
   if gain and math.abs(gain) < 0.05 then gain = 0.0 end
   if gain then n = n + 1; sum_log = sum_log + math.log(t_def / r.median_us) end

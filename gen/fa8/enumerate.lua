@@ -372,7 +372,10 @@ function M.run(opts)
       opts.hdim_text and (", hdim " .. opts.hdim_text) or "", opts.kernels and (", kernels " .. opts.kernels) or "",
       why), 0)
   end
-  table.sort(result.instances, function(a, b) return sort_key(a) < sort_key(b) end)
+  -- each key once (it walks the default profile's tile list), not once per comparison
+  local keys = {}
+  for _, c in ipairs(result.instances) do keys[c] = sort_key(c) end
+  table.sort(result.instances, function(a, b) return keys[a] < keys[b] end)
   table.sort(result.bundles, function(a, b) return a.name < b.name end)
   M.shadow_check(result.instances)
   return result

@@ -144,29 +144,25 @@ function M.run(res, opts, meta)
     put(path.basename(hip), emit.read_file(emit.root .. "/" .. hip))
     if used.hip then put("embed", emit.read_file(emit.root .. "/backends/hip/embed")) end
     -- C sources, and CUDA sources grouped by target (each compiled for its own architecture)
-    local sources, cuda, cuda_targets = {}, {}, {}
+    local sources = {}
     for _, name in ipairs(files) do if name:match("%.c$") then sources[#sources + 1] = name end end
     table.sort(sources)
-    for _, c in ipairs(res.instances) do
-      if c.target.backend == "cuda" then
-        local arch = c.target.arch
-        if not cuda[arch] then cuda[arch] = {}; cuda_targets[#cuda_targets + 1] = arch end
-        table.insert(cuda[arch], M.instance_file(c))
+    -- a backend's kernel sources by architecture (sorted), and the architectures (sorted)
+    local function by_arch(backend)
+      local files_of, archs = {}, {}
+      for _, c in ipairs(res.instances) do
+        if c.target.backend == backend then
+          local arch = c.target.arch
+          if not files_of[arch] then files_of[arch] = {}; archs[#archs + 1] = arch end
+          table.insert(files_of[arch], M.instance_file(c))
+        end
       end
+      table.sort(archs)
+      for _, a in ipairs(archs) do table.sort(files_of[a]) end
+      return files_of, archs
     end
-    table.sort(cuda_targets)
-    for _, a in ipairs(cuda_targets) do table.sort(cuda[a]) end
-    -- HIP kernel sources grouped by architecture the same way (each compiled to a code object, then embedded)
-    local hipsrc, hip_targets = {}, {}
-    for _, c in ipairs(res.instances) do
-      if c.target.backend == "hip" then
-        local arch = c.target.arch
-        if not hipsrc[arch] then hipsrc[arch] = {}; hip_targets[#hip_targets + 1] = arch end
-        table.insert(hipsrc[arch], M.instance_file(c))
-      end
-    end
-    table.sort(hip_targets)
-    for _, a in ipairs(hip_targets) do table.sort(hipsrc[a]) end
+    local cuda, cuda_targets = by_arch("cuda")          -- each compiled for its own architecture
+    local hipsrc, hip_targets = by_arch("hip")          -- each compiled to a code object, then embedded
     local env = { sources = sources, cuda = cuda, cuda_targets = cuda_targets, meta = meta, res = res,
                   count = #res.instances, has_cuda = #cuda_targets > 0,
                   hip = hipsrc, hip_targets = hip_targets, has_hip = #hip_targets > 0 }

@@ -309,7 +309,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   if (!e) e = fa8_tma_map(&prm.tqt, a.qt.ptr, dqt, sqt, DQK);
   if (!e) e = fa8_tma_map(&prm.tdot, a.dot.ptr, ddt, sdt, DV);
   if (e) return e;
-  fa8_zero_rows<<<256, 256, 0, st>>>(a.dq, a.B, a.Sq, a.H, DQK);
+  fa8_zero_rows<><<<256, 256, 0, st>>>(a.dq, a.B, a.Sq, a.H, DQK);
   const size_t smem = sizeof(Smem) + 1024;
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

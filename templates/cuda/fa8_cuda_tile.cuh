@@ -117,7 +117,9 @@ __device__ __forceinline__ float fa8_quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-/* dQ is accumulated with atomics by every backward: zero it first (any strides). static: one copy per instance. */
+/* dQ is accumulated with atomics by every backward: zero it first (any strides). A template, so that only the
+ * backwards that launch it compile it; static: one copy per instance object. */
+template <int = 0>
 static __global__ void fa8_zero_rows(fa8_ten dq, int B, int S, int H, int D) {
   const int64_t n = (int64_t)B * S * H * D;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
