@@ -1192,6 +1192,29 @@ Test(gen, committed_tuned_tables_build) {
         "end\n");
 }
 
+/* tune/gain-vs-default.lua: bad input gets a clear error (usage; a malformed table names file:line; a missing cache
+ * names its path), and on the committed H200 table and cache every row finds the shipping choice's time. */
+Test(gen, gain_vs_default_script) {
+    LUA_OK(
+        "local script = q(ROOT .. '/tune/gain-vs-default.lua')\n"
+        "local function sh(args)\n"
+        "  local p = assert(io.popen('lua5.4 ' .. script .. ' ' .. args .. ' 2>&1', 'r'))\n"
+        "  local out = p:read('a'); local _, how, code = p:close()\n"
+        "  return out, how == 'exit' and code or -1\n"
+        "end\n"
+        "local out, code = sh('')\n"
+        "assert(code == 2 and has(out, 'usage'), out)\n"
+        "local bad = TMP .. '/bad-table.csv'\n"
+        "local f = assert(io.open(bad, 'w')); f:write(table.concat(require('fa8.tuned').columns, ',') .. '\\nsm_90a,x\\n'); f:close()\n"
+        "out, code = sh(q(bad) .. ' /dev/null')\n"
+        "assert(code == 1 and has(out, 'bad-table.csv:2'), out)\n"
+        "local T, C = q(ROOT .. '/tune/tables/sm_90a-132.csv'), q(ROOT .. '/tune/cache/sm_90a-132.tsv')\n"
+        "out, code = sh(T .. ' ' .. q(TMP .. '/no-such-cache.tsv'))\n"
+        "assert(code == 1 and has(out, 'no-such-cache.tsv'), out)\n"
+        "out, code = sh(T .. ' ' .. C)\n"
+        "assert(code == 0 and has(out, 'Geometric-mean speed-up') and not has(out, 'not timed'), out)\n");
+}
+
 /* Untuned, a build with several tiles per key (the tuning profile) dispatches the tile the shipping profile
  * would, so the tuner's gain report compares against the real default, not against the smallest tile. */
 Test(gen, tuning_profile_heuristic_is_the_shipping_choice) {
