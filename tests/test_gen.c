@@ -981,6 +981,15 @@ Test(gen, sm90a_lists_wgmma_and_mma_per_geometry) {
         "local i = 0\n"
         "for line in out:gmatch('[^\\n]+') do i = i + 1; pos[line:match('^(fa8_[%w_]+)')] = i end\n"
         "assert(pos['fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2'] < pos['fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w4s2_mma'])\n"
+        "-- the wgmma backward (with its delta preps) ships for head dims up to 128 that split into 64-byte chunks,\n"
+        "-- listed before the mma backward of its key; larger head dims keep the mma backward only\n"
+        "for _, g in ipairs({ '64v64', '128v128' }) do\n"
+        "  for _, dir in ipairs({ 'delta', 'bwd' }) do assert(seen[dir .. '/' .. g .. '/wgmma'], 'no wgmma ' .. dir .. ' for d' .. g) end\n"
+        "end\n"
+        "for _, g in ipairs({ '96v96', '192v192', '256v256', '192v128' }) do\n"
+        "  assert(not seen['bwd/' .. g .. '/wgmma'], 'unexpected wgmma backward for d' .. g)\n"
+        "end\n"
+        "assert(pos['fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n128_w12s2'] < pos['fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma'])\n"
         "-- the refusal for d96 names the predicate\n"
         "local rej = run('list --target sm_90a --hdim 96 --rejected')\n"
         "assert(rej:find('fa8_fwd_sm90a_e4m3_d96v96_gqa_full_m128n128_w12s2  wgmma_swizzle_chunks: ', 1, true), rej)\n");
@@ -1192,7 +1201,7 @@ Test(gen, committed_tuned_tables_build) {
         "end\n");
 }
 
-/* tune/gain-vs-default.lua: bad input gets a clear error (usage; a malformed table names file:line; a missing cache
+/* tune/gain-vs-default.lua: bad input gets a clear error (usage; an unknown argument; a malformed table names file:line; a missing cache
  * names its path), and on the committed H200 table and cache every row finds the shipping choice's time. */
 Test(gen, gain_vs_default_script) {
     LUA_OK(
@@ -1206,13 +1215,19 @@ Test(gen, gain_vs_default_script) {
         "assert(code == 2 and has(out, 'usage'), out)\n"
         "local bad = TMP .. '/bad-table.csv'\n"
         "local f = assert(io.open(bad, 'w')); f:write(table.concat(require('fa8.tuned').columns, ',') .. '\\nsm_90a,x\\n'); f:close()\n"
-        "out, code = sh(q(bad) .. ' /dev/null')\n"
+        "out, code = sh(q(bad) .. ' ' .. q(TMP .. '/none.tsv'))\n"
         "assert(code == 1 and has(out, 'bad-table.csv:2'), out)\n"
         "local T, C = q(ROOT .. '/tune/tables/sm_90a-132.csv'), q(ROOT .. '/tune/cache/sm_90a-132.tsv')\n"
         "out, code = sh(T .. ' ' .. q(TMP .. '/no-such-cache.tsv'))\n"
         "assert(code == 1 and has(out, 'no-such-cache.tsv'), out)\n"
+        "out, code = sh(T .. ' ' .. C .. ' notes.txt')\n"
+        "assert(code == 2 and has(out, \"'notes.txt' is neither\"), out)\n"
+        "-- the committed table's rows come from two sweeps (the tile sweep, then the wgmma backward's): every row is\n"
+        "-- timed in one of their caches\n"
+        "out, code = sh(T .. ' ' .. C .. ' ' .. q(ROOT .. '/tune/cache/wgmma-bwd-v0.tsv'))\n"
+        "assert(code == 0 and has(out, 'Geometric-mean speed-up') and not has(out, 'not timed'), out)\n"
         "out, code = sh(T .. ' ' .. C)\n"
-        "assert(code == 0 and has(out, 'Geometric-mean speed-up') and not has(out, 'not timed'), out)\n");
+        "assert(code == 0 and has(out, 'not timed'), 'the first sweep alone did not time the wgmma backward: ' .. out)\n");
 }
 
 /* Untuned, a build with several tiles per key (the tuning profile) dispatches the tile the shipping profile

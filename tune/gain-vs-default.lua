@@ -1,5 +1,7 @@
 -- Gain of a tuned table over the shipping build's choices, from the tuner's own cache (no GPU needed).
---   lua5.4 tune/gain-vs-default.lua TABLE.csv CACHE.tsv [OUT.md]
+--   lua5.4 tune/gain-vs-default.lua TABLE.csv CACHE.tsv [CACHE.tsv ...] [OUT.md]
+-- (several caches when a table's rows came from several sweeps: each row's times are looked up in all of them,
+-- a later cache winning for the same candidate and problem)
 -- For every row of TABLE (written by `fa8 tune`), the instance the `default` profile would dispatch for the row's
 -- functional key (the first in dispatch order; for a backward, its bundle with matched delta) is looked up in CACHE
 -- under the same problem, so both times come from the same sweep. A default choice the sweep did not time is
@@ -9,9 +11,15 @@ package.path = here .. "/gen/?.lua;" .. package.path
 local enumerate = require("fa8.enumerate")
 local tuned = require("fa8.tuned")
 
-local table_path, cache_path, out_path = arg[1], arg[2], arg[3]
-if not table_path or not cache_path then
-  io.stderr:write("usage: lua5.4 tune/gain-vs-default.lua TABLE.csv CACHE.tsv [OUT.md]\n")
+local USAGE = "usage: lua5.4 tune/gain-vs-default.lua TABLE.csv CACHE.tsv [CACHE.tsv ...] [OUT.md]\n"
+local table_path, cache_paths, out_path = arg[1], {}, nil
+for i = 2, #arg do
+  if arg[i]:match("%.md$") and not out_path then out_path = arg[i]
+  elseif arg[i]:match("%.tsv$") then cache_paths[#cache_paths + 1] = arg[i]
+  else io.stderr:write(("gain-vs-default: argument '%s' is neither a cache (.tsv) nor the report (.md)\n"):format(arg[i]) .. USAGE); os.exit(2) end
+end
+if not table_path or #cache_paths == 0 then
+  io.stderr:write(USAGE)
   os.exit(2)
 end
 
@@ -31,12 +39,14 @@ local cache = {}
 local function cache_key(target, sms, cand, s, bh, causal)
   return table.concat({ target, tostring(sms), cand, tostring(s), tostring(bh), causal }, "|")
 end
-for line in slurp(cache_path):gmatch("[^\n]+") do
-  local key, status, med = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)")
-  if key and status == "ok" then
-    local target, sms, _, cand, prob = key:match("^([^|]+)|([^|]+)|([^|]+)|([^|]+)|(.+)$")
-    local H, S, causal = (prob or ""):match("^B1,H(%d+),Hkv%d+,S(%d+),(%a+),")
-    if H then cache[cache_key(target, tonumber(sms), cand, tonumber(S), tonumber(H), causal)] = tonumber(med) end
+for _, cache_path in ipairs(cache_paths) do
+  for line in slurp(cache_path):gmatch("[^\n]+") do
+    local key, status, med = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)")
+    if key and status == "ok" then
+      local target, sms, _, cand, prob = key:match("^([^|]+)|([^|]+)|([^|]+)|([^|]+)|(.+)$")
+      local H, S, causal = (prob or ""):match("^B1,H(%d+),Hkv%d+,S(%d+),(%a+),")
+      if H then cache[cache_key(target, tonumber(sms), cand, tonumber(S), tonumber(H), causal)] = tonumber(med) end
+    end
   end
 end
 

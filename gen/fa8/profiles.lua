@@ -20,9 +20,10 @@ local tiles = {
                bwd = { { 64, 64, 8, 1, dmax = 128 }, { 64, 32, 4, 1, dmax = 128 }, { 64, 32, 8, 1, dmin = 129 },
                       { 32, 32, 4, 1, dmin = 129 } } },
     -- Hopper: a producer warpgroup + 2 consumer warpgroups of 64 rows; large V head dims halve the key tile
-    -- (registers: O is 64 x DV FP32 per warpgroup). The backward is not on wgmma yet: it runs on mma.
+    -- (registers: O is 64 x DV FP32 per warpgroup). The wgmma backward covers head dims up to 128 (64 keys
+    -- per consumer warpgroup, dK and dV in registers); larger ones run on mma.
     wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2, dmax = 128 }, { 128, 64, 12, 2, dmin = 129 } },
-               bwd = {} },
+               bwd = { { 64, 128, 12, 2, dmax = 128 } } },
     -- AMD CDNA (templates/hip): 32 rows per wave; first fit within 64 KiB of LDS and the register file, so
     -- large head dims take the smaller tiles (the forward's 64 x 32 keeps d > 128 out of scratch; the backward
     -- keeps K, V, K^t and four query-side tiles resident)
@@ -41,8 +42,6 @@ local tiles = {
     wgmma  = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 192, 128, 16, 2 }, { 128, 64, 12, 3 },
                        { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
-               -- the wgmma backward is a tuning candidate only until it has run on a GPU (the tuner checks
-               -- every candidate against FP64 before timing it, so a wrong kernel is never chosen)
                bwd = { { 64, 128, 12, 2 } } },
     mfma   = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 64, 4, 1 }, { 128, 128, 4, 1 }, { 64, 64, 2, 1 } },

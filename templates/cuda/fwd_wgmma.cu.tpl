@@ -122,31 +122,29 @@ struct Consumer {
   __device__ __forceinline__ void softmax(int n0, float (&rescale)[2]) {
     const float ks = fa8_scale_at(a.k_scale, b, kh, n0), vs = fa8_scale_at(a.v_scale, b, kh, n0);
     const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
-    float mx[2] = { m[0], m[1] };
+    /* the max runs on the raw accumulator (mul > 0, and rounding is monotonic, so max(S) mul == max(S mul)
+     * exactly); P takes one FFMA per logit below instead of a multiply and a subtract */
+    float mx[2] = { -INFINITY, -INFINITY };
     /* only tiles that cross the sequence ends or the causal diagonal need the mask */
     const bool inside = m0 + 64 * (cw + 1) <= a.Sq && n0 + BN <= a.Sk &&
                         (!CAUSAL || n0 + BN - 1 <= m0 + cw * 64 + diag);
     if (inside) {
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) {
-        const int r = (i >> 1) & 1;
-        sacc[i] *= mul[r];
-        mx[r] = fmaxf(mx[r], sacc[i]);
-      }
+      for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sacc[i]);
     } else {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const int r = (i >> 1) & 1, col = n0 + (i >> 2) * 8 + 2 * t + (i & 1);
         const bool vis = row[r] < a.Sq && col < a.Sk && (!CAUSAL || col <= row[r] + diag);
-        const float v = vis ? sacc[i] * mul[r] : -INFINITY;
-        sacc[i] = v;
-        mx[r] = fmaxf(mx[r], v);
+        sacc[i] = vis ? sacc[i] : -INFINITY;
+        mx[r] = fmaxf(mx[r], sacc[i]);
       }
     }
     const float f_cur = vs * (1.0f / P_SCALE);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      const float mn = fa8_quad_max(mx[r]);
+      const float q = fa8_quad_max(mx[r]);
+      const float mn = fmaxf(m[r], q == -INFINITY ? -INFINITY : q * mul[r]);
       const float alpha = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
       rescale[r] = alpha * (f_prev / f_cur);
       l[r] *= alpha;
@@ -157,7 +155,8 @@ struct Consumer {
 #pragma unroll
     for (int i = 0; i < BN / 2; ++i) {
       const int r = (i >> 1) & 1;
-      const float p = m[r] == -INFINITY ? 0.0f : exp2f(sacc[i] - m[r]);
+      /* a masked logit is -inf: 0 without the FFMA (-inf x 0 would be NaN for an all-zero Q block's scale) */
+      const float p = m[r] == -INFINITY || (!inside && sacc[i] == -INFINITY) ? 0.0f : exp2f(fmaf(sacc[i], mul[r], -m[r]));
       l[r] += p;
       sacc[i] = p * P_SCALE;
       if constexpr (SPLIT) rem[i] = (p - fa8_dec<FA8_FMT_E4M3>(fa8_cvt<FA8_FMT_E4M3>(sacc[i])) * (1.0f / P_SCALE)) * REM_SCALE;
