@@ -111,7 +111,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_mbar_init(&s.kv_full, 1);
     for (int i = 0; i < STAGES; ++i) {
       fa8_mbar_init(&s.full[i], 1 + 32);   /* the TMA thread and the row-data warp */
-      fa8_mbar_init(&s.empty[i], CONSUMERS * 4);
+      /* every consumer thread arrives: the producer warp rewrites the stage's row data with plain stores, so
+       * each thread's reads of it must be released by that thread (one lane per warp would not order the
+       * other lanes' reads; compute-sanitizer racecheck flags exactly that) */
+      fa8_mbar_init(&s.empty[i], CONSUMERS * 128);
     }
     fa8_mbar_fence_init();
   }
@@ -257,7 +260,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       fa8_fence_regs(dv);
       fa8_fence_regs(dk);
       fa8_fence_regs(dq);
-      if (lane == 0) fa8_mbar_arrive(&s.empty[st]);
+      fa8_mbar_arrive(&s.empty[st]);
       const float fq = up * ks_tile * c;
 #pragma unroll
       for (int i = 0; i < NQ / 2; ++i) {
