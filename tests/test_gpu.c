@@ -95,6 +95,20 @@ static void cpu_twin(const char *gpu_delta, char *out, size_t n) { cpu_twin_kind
 /* The GPU bundle a delta instance belongs to: "fa8_delta_X" -> "fa8_bundle_X". */
 static void gpu_bundle(const char *gpu_delta, char *out, size_t n) { snprintf(out, n, "fa8_bundle_%s", gpu_delta + strlen("fa8_delta_")); }
 
+static int is_portable(const char *instance) {
+  const size_t len = strlen(instance);
+  return len > 4 && strcmp(instance + len - 4, "_mma") == 0;
+}
+
+/* A bundle runs on the portable path only when its forward and its backward both do (a tuned backward row can
+ * bundle a portable backward with the wgmma forward). */
+static int bundle_is_portable(const char *bundle) {
+  for (size_t i = 0; i < fa8_bundle_count; ++i)
+    if (!strcmp(fa8_bundles[i].name, bundle)) return is_portable(fa8_bundles[i].fwd->name) && is_portable(fa8_bundles[i].bwd->name);
+  cr_assert_fail("bundle %s is not in this build", bundle);
+  return 0;
+}
+
 static h_config config(const geom *g, fa8_backend be) {
   h_config c;
   memset(&c, 0, sizeof c);
@@ -182,8 +196,7 @@ static void run_geom(const geom *g, uint64_t seed) {
                 "post-ra mean gpu %.3e cpu %.3e", g->name, h_delta_name(mode), names.bwd, eo, eq, ek, ev, el, ed,
                 gs.pre_ra_max, c.stats.pre_ra_max, gs.post_ra_mean, c.stats.post_ra_mean);
     fprintf(stderr, "\n");
-    const size_t blen = strlen(names.bwd);
-    if (blen > 4 && strcmp(names.bwd + blen - 4, "_mma") == 0) {
+    if (bundle_is_portable(bundle)) {
       /* portable bundles sum FP8 products in FP32 like the CPU: held to the twin */
       cr_expect_leq(eo, TOL_OUT, "%s %s: O differs from the CPU twin by %.2e", g->name, h_delta_name(mode), eo);
       cr_expect_leq(el, TOL_LSE, "%s %s: LSE differs by %.2e", g->name, h_delta_name(mode), el);
@@ -193,7 +206,7 @@ static void run_geom(const geom *g, uint64_t seed) {
       cr_expect_leq(ek, tg, "%s %s: dK differs by %.2e", g->name, h_delta_name(mode), ek);
       cr_expect_leq(ev, TOL_OUT, "%s %s: dV differs by %.2e", g->name, h_delta_name(mode), ev);
     } else {
-      /* a wgmma bundle: the tensor cores keep ~14 bits when they add FP8 products, so it is held to the FP64
+      /* a bundle with a wgmma part: the tensor cores keep ~14 bits when they add FP8 products, so it is held to the FP64
        * reference like every_backward_bundle (no worse than its CPU twin), with twin gaps far below the O(1)
        * a wrong layout, mask or scale gives */
       const double o_g = h_rel_err_f32(d.o32, ref.o, d.no), o_c = h_rel_err_f32(c.o32, ref.o, c.no);
@@ -305,8 +318,7 @@ static void run_forward_geom(const geom *g, uint64_t seed) {
     pd.delta = mode;
     fa8_dispatch_names names;
     cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
-    const size_t len = strlen(names.fwd);
-    const int portable = len > 4 && strcmp(names.fwd + len - 4, "_mma") == 0;
+    const int portable = is_portable(names.fwd);
     if (strstr(names.fwd, "_sm90a_") && g->dqk % 64 == 0)
       cr_expect(!portable, "%s: on sm_90a the forward should be the wgmma path, got %s", g->name, names.fwd);
     char twin[256];
