@@ -1019,6 +1019,42 @@ Test(gen, sm90a_lists_wgmma_and_mma_per_geometry) {
         "assert(rej:find('fa8_fwd_sm90a_e4m3_d96v96_gqa_full_m128n128_w12s2  wgmma_swizzle_chunks: ', 1, true), rej)\n");
 }
 
+/* The HIP shipping set has a backward for every head geometry on both AMD targets, in every delta mode's
+ * bundle, causal or not; d192 and d256 take two waves at 64 x 32 with the streamed LDS layout
+ * (templates/hip/bwd.hip.tpl), the smaller head dims keep their resident tiles. */
+Test(gen, hip_backward_every_geometry) {
+    LUA_OK(
+        "local res = enumerate.run({ registry = reg, profile = 'default', targets = { 'gfx942', 'gfx90a' } })\n"
+        "local seen = {}\n"
+        "for _, b in ipairs(res.bundles) do\n"
+        "  local f, t = b.bwd.functional, b.bwd.tuning\n"
+        "  local key = ('%s/%dx%d/%s/%s/%s'):format(b.bwd.target.name, f.hdim_qk, f.hdim_v, f.fmt_grad, tostring(f.causal), b.mode)\n"
+        "  seen[key] = b.bwd\n"
+        "  if f.hdim_v >= 192 then\n"
+        "    assert(t.block_m == 64 and t.block_n == 32 and t.warps == 2, b.bwd.name)\n"
+        "    assert(b.bwd.resources.stream and b.delta.tuning.block_m == 64, b.name)\n"
+        "  else assert(not b.bwd.resources.stream, b.bwd.name .. ' should stay resident') end\n"
+        "end\n"
+        "for _, tn in ipairs({ 'gfx942', 'gfx90a' }) do\n"
+        "  for _, g in ipairs(schema.head_geometries) do\n"
+        "    for _, fg in ipairs({ 'e4m3fnuz', 'e5m2fnuz' }) do\n"
+        "      for _, causal in ipairs({ 'false', 'true' }) do\n"
+        "        for _, m in ipairs({ 'stale', 'dohat', 'matched', 'split' }) do\n"
+        "          local key = ('%s/%dx%d/%s/%s/%s'):format(tn, g[1], g[2], fg, causal, m)\n"
+        "          assert(seen[key], 'no HIP backward bundle ' .. key)\n"
+        "        end\n"
+        "      end\n"
+        "    end\n"
+        "  end\n"
+        "end\n"
+        "-- the template gets the layout the model sized\n"
+        "local out, code = run('gen --target gfx942 --hdim 128,256 --kernels ' .. q('fa8_bwd_*_full_*') .. ' --no-bundle-files -q --out ' .. q(TMP .. '/hipbwd'))\n"
+        "assert(code == 0, out)\n"
+        "local function stream_of(name) return read(TMP .. '/hipbwd/' .. name .. '.hip'):match('constexpr bool STREAM = (%a+);') end\n"
+        "assert(stream_of('fa8_bwd_gfx942_e4m3fnuz_d256v256_gqa_full_m64n32_w2s1') == 'true')\n"
+        "assert(stream_of('fa8_bwd_gfx942_e4m3fnuz_d128v128_gqa_full_m64n32_w2s1') == 'false')\n");
+}
+
 Test(gen, decode_prints_config_json) {
     LUA_OK(
         "local a = 'fa8_fwd_sm90a_e4m3_d128v128_gqa_causal_m64n64_w4s2_mma'\n"
