@@ -98,13 +98,22 @@ function M.mfma_resources(cfg)
     r.smem_bytes = bm * (qk + P) + bm * (v + P) + bn * (qk + P) + bn * (v + P) + 8 * bn
     r.regs = 6 * 16 + 32 + 32
   else
-    -- resident k, v, k^t; q, dO, q^t, dO^t per query tile; dS, dS^t, P^t; FP32 row values. Per lane: dK, dV
-    -- fragments (bn x hdim/warps / 64 each), P and dP^ of the wave's 32 x SN tile (SN = bn / column waves)
+    -- resident k, v, k^t; q, dO, q^t, dO^t per query tile; dS, dS^t, P^t; FP32 row values. Where that is over
+    -- the target's LDS the kernel streams (r.stream): k, v stay and one region holds, phase by phase, q + dO,
+    -- q^t + dO^t, then k^t + the waves' 32 x 32 FP32 dQ staging. Per lane: dK, dV fragments (bn x hdim/warps
+    -- / 64 each), P and dP^ of the wave's 32 x SN tile (SN = bn / column waves)
     local wn = math.max(w // math.max(bm // 32, 1), 1)
-    r.smem_bytes = bn * (qk + P) + bn * (v + P) + qk * (bn + P) + bm * (qk + P) + bm * (v + P) + qk * (bm + P)
-      + v * (bm + P) + bm * (bn + P) + 2 * bn * (bm + P) + 4 * (2 * bn + 4 * bm + w) + 16   -- + alignment of q
+    local keys, kt = bn * (qk + P) + bn * (v + P), qk * (bn + P)
+    local rows, cols = bm * (qk + P) + bm * (v + P), qk * (bm + P) + v * (bm + P)
+    local rest = bm * (bn + P) + 2 * bn * (bm + P) + 4 * (2 * bn + 4 * bm + w) + 16   -- + 16-byte alignment
+    r.smem_bytes = keys + kt + rows + cols + rest
+    if r.smem_bytes > cfg.target.smem_bytes then
+      local up16 = function(x) return (x + 15) // 16 * 16 end
+      r.stream = true
+      r.smem_bytes = up16(keys) + math.max(rows, cols, up16(kt) + w * 32 * 32 * 4) + rest
+    end
     -- (+ ~220 + qk/4 of addresses, row values and MFMA operands: calibrated on clang-19's counts, e.g. d192x128
-    -- at 32x32 uses 497 of 512 and d192x192 spills to scratch)
+    -- at 32x32 uses 497 of 512 and d192x192 spills to scratch; d256 at 64x32 x 2 waves uses 455-463 of 476)
     r.regs = bn * (qk // w) // 64 + bn * (v // w) // 64 + 2 * (bn // wn) + 220 + qk // 4
   end
   return r

@@ -5,6 +5,7 @@ local path = require("pl.path")
 local emit = require("fa8.emit")
 local outputs = require("fa8.outputs")
 local schema = require("fa8.schema")
+local constraints = require("fa8.constraints")
 
 local M = {}
 
@@ -72,6 +73,8 @@ local function template_env(c)
     REM_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).rem_scale_log2),
     OPND_BYTES = f.fmt == "f32" and 4 or 1,
     HIP_THREADS = c.target.backend == "hip" and hip_threads(c) or nil,
+    -- templates/hip/bwd: the LDS layout the model sized (resident or streamed)
+    BWD_STREAM = c.tuning.pipeline == "mfma" and f.dir == "bwd" and constraints.mfma_resources(c).stream and 1 or 0,
     ARCH = c.target.arch,
   }
 end

@@ -25,10 +25,12 @@ local tiles = {
     wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2, dmax = 128 }, { 128, 64, 12, 2, dmin = 129 } },
                bwd = { { 64, 128, 12, 2, dmax = 128 } } },
     -- AMD CDNA (templates/hip): 32 rows per wave; first fit within 64 KiB of LDS and the register file, so
-    -- large head dims take the smaller tiles (the forward's 64 x 32 keeps d > 128 out of scratch; the backward
-    -- keeps K, V, K^t and four query-side tiles resident)
+    -- large head dims take the smaller tiles (the forward's 64 x 32 keeps d > 128 out of scratch). The backward
+    -- keeps its tiles resident up to d128 and d192x128 (one wave there: dK, dV fit 512 registers); d192 and
+    -- d256 take two waves (half the dK/dV columns each) and stream the query side through LDS
     mfma   = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 64, 4, 1, dmax = 128 }, { 64, 32, 2, 1, dmin = 129 } },
-               bwd = { { 64, 64, 2, 1 }, { 64, 32, 2, 1 }, { 32, 32, 1, 1 } } },
+               bwd = { { 64, 64, 2, 1, dmax = 64 }, { 64, 32, 2, 1, dmax = 128 }, { 32, 32, 1, 1 },
+                       { 64, 32, 2, 1, dmin = 129 } } },
   },
   tuning = {
     scalar = { quant = { { 64, 64, 1, 1 } },

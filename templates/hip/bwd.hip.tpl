@@ -5,13 +5,16 @@
  * registers (no atomics, deterministic) and adds dQ with FP32 atomics. S and dP are tiled (BM/32 row waves) x
  * (the rest along keys) in 32 x 32 chunks by fa8_s_dp_chunk, the function the matched delta prep uses; dK/dV
  * columns are split over all waves. dK/dV accumulate in units of the current tile descale, exact for the
- * power-of-two dS tile scale. */
+ * power-of-two dS tile scale. LDS: K, V, K^t and the four query-side tiles stay resident when they fit the
+ * target; otherwise (STREAM: d192, d256) K and V stay and one region holds each phase's tiles in turn (q, dO;
+ * q^t, dO^t; K^t and the dQ staging), K^t restaged per query tile: same arithmetic, more barriers. */
 #include "fa8_hip_tile.h"
 
 namespace {
 constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warps), THREADS = $(HIP_THREADS);
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD), P_FMT = $(P_FMT);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");
+constexpr bool STREAM = $(BWD_STREAM == 1 and "true" or "false");   /* gen/fa8/constraints.lua decides */
 constexpr float P_SCALE = $(P_SCALE);
 constexpr int WM = BM / 32, WN = WARPS / WM, SN = BN / WN;         /* S chunk columns per wave: SN */
 constexpr int CK = DQK / WARPS, CV = DV / WARPS;                   /* dK / dV columns per wave */
@@ -19,13 +22,22 @@ constexpr int QN = DQK / WN;                                       /* dQ columns
 constexpr int LQ = DQK + FA8_PAD, LO = DV + FA8_PAD, LK = DQK + FA8_PAD, LV = DV + FA8_PAD;
 constexpr int LT = BM + FA8_PAD, LKT = BN + FA8_PAD, LS = BN + FA8_PAD;
 static_assert(THREADS == WARPS * FA8_WAVE && WM * WN == WARPS, "wave layout");
-static_assert(BM * (LQ + LO) >= WARPS * 32 * 32 * 4, "q and dO tiles hold every wave's dQ chunk");
 static_assert(SN % 32 == 0 && CK % 32 == 0 && CV % 32 == 0 && QN % 32 == 0 && BN % 16 == 0 && BM % 16 == 0, "MFMA chunks");
 
+/* byte offsets of the FP8 tiles in Smem::t. Resident: k | v | k^t | q | dO | q^t | dO^t, the dQ staging over q
+ * and dO. STREAM: k | v | R, where R holds q, dO (S, dP), then q^t, dO^t (dK, dV), then k^t + the dQ staging. */
+constexpr int up16(int x) { return (x + 15) / 16 * 16; }
+constexpr int imax(int a, int b) { return a > b ? a : b; }
+constexpr int SZ_K = BN * LK, SZ_V = BN * LV, SZ_KT = DQK * LKT, SZ_Q = BM * LQ, SZ_O = BM * LO, SZ_QT = DQK * LT,
+              SZ_OT = DV * LT, SZ_STAGE = WARPS * 32 * 32 * 4;
+constexpr int O_K = 0, O_V = SZ_K, O_R = up16(SZ_K + SZ_V + (STREAM ? 0 : SZ_KT));
+constexpr int O_KT = STREAM ? O_R : SZ_K + SZ_V, O_Q = O_R, O_O = O_Q + SZ_Q;
+constexpr int O_QT = STREAM ? O_R : O_O + SZ_O, O_OT = O_QT + SZ_QT, O_STAGE = STREAM ? O_R + up16(SZ_KT) : O_Q;
+constexpr int T_BYTES = STREAM ? O_R + imax(imax(SZ_Q + SZ_O, SZ_QT + SZ_OT), up16(SZ_KT) + SZ_STAGE) : O_OT + SZ_OT;
+static_assert(STREAM || SZ_Q + SZ_O >= SZ_STAGE, "q and dO tiles hold every wave's dQ chunk");
+
 struct Smem {
-  uint8_t k[BN * LK], v[BN * LV], kt[DQK * LKT];        /* key side: resident for the workgroup */
-  alignas(16) uint8_t q[BM * LQ];                       /* q and dout, adjacent: also the dQ staging area */
-  uint8_t dout[BM * LO], qt[DQK * LT], dot[DV * LT];
+  alignas(16) uint8_t t[T_BYTES];                       /* the tiles above */
   uint8_t ds[BM * LS], dst[BN * LT], pt[BN * LT];
   float ks[BN], vs[BN], qs[BM], dos[BM], lse2[BM], delta[BM], wmax[WARPS];
 };
@@ -46,6 +58,8 @@ FA8_KERNEL(256) $(name)_zero(const fa8_ten dq, int B, int S, int H) {
 
 FA8_KERNEL(THREADS) $(name)_kernel(const fa8_bwd_args a) {
   __shared__ Smem s;
+  uint8_t *const sk = s.t + O_K, *const sv = s.t + O_V, *const skt = s.t + O_KT, *const sq = s.t + O_Q,
+                 *const so = s.t + O_O, *const sqt = s.t + O_QT, *const sot = s.t + O_OT;
   const int n0 = fa8_bx() * BN, kh = fa8_by(), b = fa8_bz();
   const int group = a.H / a.Hkv, diag = a.Sk - a.Sq;
   const int w = fa8_wave(), col = fa8_c_col(), wr = w % WM, wc = w / WM;
@@ -55,9 +69,9 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_bwd_args a) {
   const uint8_t *kg = (const uint8_t *)a.k.ptr + (int64_t)b * a.k.sb + (int64_t)kh * a.k.sh;
   const uint8_t *vg = (const uint8_t *)a.v.ptr + (int64_t)b * a.v.sb + (int64_t)kh * a.v.sh;
   const uint8_t *ktg = (const uint8_t *)a.kt.ptr + (int64_t)b * a.kt.sb + (int64_t)kh * a.kt.sh;
-  fa8_stage_rows<BN, DQK, THREADS>(s.k, kg, a.k.ss, n0, a.Sk);
-  fa8_stage_rows<BN, DV, THREADS>(s.v, vg, a.v.ss, n0, a.Sk);
-  fa8_stage_cols<DQK, BN, THREADS>(s.kt, ktg, a.kt.sd, n0, (a.Sk + 15) / 16 * 16);
+  fa8_stage_rows<BN, DQK, THREADS>(sk, kg, a.k.ss, n0, a.Sk);
+  fa8_stage_rows<BN, DV, THREADS>(sv, vg, a.v.ss, n0, a.Sk);
+  if (!STREAM) fa8_stage_cols<DQK, BN, THREADS>(skt, ktg, a.kt.sd, n0, (a.Sk + 15) / 16 * 16);
   for (int j = fa8_tid(); j < BN; j += THREADS) {
     s.ks[j] = n0 + j < a.Sk ? fa8_scale_at(a.k_scale, b, kh, n0 + j) : 0.0f;
     s.vs[j] = n0 + j < a.Sk ? fa8_scale_at(a.v_scale, b, kh, n0 + j) : 0.0f;
@@ -82,10 +96,12 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_bwd_args a) {
     const uint8_t *otg = (const uint8_t *)a.dot.ptr + (int64_t)b * a.dot.sb + (int64_t)h * a.dot.sh;
     for (int m0 = (m_first / BM) * BM; m0 < a.Sq; m0 += BM) {
       fa8_sync();   /* the previous iteration is done with every buffer */
-      fa8_stage_rows<BM, DQK, THREADS>(s.q, qg, a.q.ss, m0, a.Sq);
-      fa8_stage_rows<BM, DV, THREADS>(s.dout, og, a.do_hat.ss, m0, a.Sq);
-      fa8_stage_cols<DQK, BM, THREADS>(s.qt, qtg, a.qt.sd, m0, (a.Sq + 15) / 16 * 16);
-      fa8_stage_cols<DV, BM, THREADS>(s.dot, otg, a.dot.sd, m0, (a.Sq + 15) / 16 * 16);
+      fa8_stage_rows<BM, DQK, THREADS>(sq, qg, a.q.ss, m0, a.Sq);
+      fa8_stage_rows<BM, DV, THREADS>(so, og, a.do_hat.ss, m0, a.Sq);
+      if (!STREAM) {
+        fa8_stage_cols<DQK, BM, THREADS>(sqt, qtg, a.qt.sd, m0, (a.Sq + 15) / 16 * 16);
+        fa8_stage_cols<DV, BM, THREADS>(sot, otg, a.dot.sd, m0, (a.Sq + 15) / 16 * 16);
+      }
       for (int i = fa8_tid(); i < BM; i += THREADS) {
         const int row = m0 + i;
         const bool ok = row < a.Sq;
@@ -103,7 +119,7 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_bwd_args a) {
       for (int nt = 0; nt < SN / 32; ++nt) {
         const int jb = wc * SN + nt * 32, j = jb + col;
         fa8_v16f sc, dp;
-        fa8_s_dp_chunk<FMT, FMT_GRAD, DQK, DV>(sc, dp, s.q, s.dout, s.k, s.v, wr * 32, jb);
+        fa8_s_dp_chunk<FMT, FMT_GRAD, DQK, DV>(sc, dp, sq, so, sk, sv, wr * 32, jb);
 #pragma unroll
         for (int r = 0; r < 16; ++r) {
           const int i = wr * 32 + fa8_c_row(r);
@@ -160,6 +176,11 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_bwd_args a) {
           }
         }
       }
+      if (STREAM) {
+        fa8_sync();   /* every wave is done with q and dO */
+        fa8_stage_cols<DQK, BM, THREADS>(sqt, qtg, a.qt.sd, m0, (a.Sq + 15) / 16 * 16);
+        fa8_stage_cols<DV, BM, THREADS>(sot, otg, a.dot.sd, m0, (a.Sq + 15) / 16 * 16);
+      }
       fa8_sync();
 
       /* dV += P^t dO^ and dK += dS^t Q^, each in units of its current descale */
@@ -170,26 +191,31 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_bwd_args a) {
 #pragma unroll
         for (int jj = 0; jj < CV / 32; ++jj) {
           dv[mt][jj] *= rv;
-          fa8_mma_chunk<P_FMT, FMT_GRAD, BM>(dv[mt][jj], s.pt, LT, mt * 32, s.dot, LT, w * CV + jj * 32);
+          fa8_mma_chunk<P_FMT, FMT_GRAD, BM>(dv[mt][jj], s.pt, LT, mt * 32, sot, LT, w * CV + jj * 32);
         }
 #pragma unroll
         for (int jj = 0; jj < CK / 32; ++jj) {
           dk[mt][jj] *= rk;
-          fa8_mma_chunk<FMT_GRAD, FMT, BM>(dk[mt][jj], s.dst, LT, mt * 32, s.qt, LT, w * CK + jj * 32);
+          fa8_mma_chunk<FMT_GRAD, FMT, BM>(dk[mt][jj], s.dst, LT, mt * 32, sqt, LT, w * CK + jj * 32);
         }
       }
       fv_prev = fv;
       fk_prev = fk;
+      if (STREAM) {
+        fa8_sync();   /* every wave is done with q^t and dO^t */
+        fa8_stage_cols<DQK, BN, THREADS>(skt, ktg, a.kt.sd, n0, (a.Sk + 15) / 16 * 16);
+        fa8_sync();
+      }
 
       /* dQ += dS^ K^ (this wave's 32 rows, its QN columns): each 32 x 32 chunk goes through this wave's part
-       * of the q/dO tiles (free until the next query tile) and is added with coalesced atomics, which keeps
+       * of the staging area (free until the next query tile) and is added with coalesced atomics, which keeps
        * the 16 row addresses of a fragment out of the register budget */
       const float fq = up * ks_tile * c;
-      float *stage = (float *)(s.q + 0) + w * 32 * 32;
+      float *stage = (float *)(s.t + O_STAGE) + w * 32 * 32;
 #pragma unroll 1
       for (int c0 = 0; c0 < QN; c0 += 32) {
         fa8_v16f qa = fa8_zero16();
-        fa8_mma_chunk<FMT_GRAD, FMT, BN>(qa, s.ds, LS, wr * 32, s.kt, LKT, wc * QN + c0);
+        fa8_mma_chunk<FMT_GRAD, FMT, BN>(qa, s.ds, LS, wr * 32, skt, LKT, wc * QN + c0);
 #pragma unroll
         for (int r = 0; r < 16; ++r) stage[fa8_c_row(r) * 32 + col] = qa[r] * fq;
         fa8_wave_sync();
