@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The device round-trip scripts, without a GPU (issue #5's SASS gate, tools/device/README.md):
+#   * tools/device/check-sass judges fake disassemblies (a stand-in cuobjdump prints each object's text): a wgmma
+#     instance without QGMMA or with local memory fails, a row-dot delta prep with local memory fails, a portable
+#     instance with local memory is only reported; no objects or no cuobjdump is an error (2);
+#   * tools/device/h200-run refuses an unknown option and a checkout without .debs, naming what is wrong.
+set -uo pipefail
+ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
+T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
+fails=0
+check() {   # check NAME WANT_RC PATTERN -- COMMAND...
+  local name=$1 want=$2 pat=$3; shift 4
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" -ne "$want" ] || ! grep -qE -- "$pat" <<< "$out"; then
+    echo "FAIL $name: rc $rc (want $want), output lacks /$pat/:"; echo "$out" | tail -n 15; fails=$((fails + 1))
+  else
+    echo "ok   $name"
+  fi
+}
+for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels; do
+  [ -f "$ROOT/tools/device/$s" ] && check "bash -n $s" 0 "" -- bash -n "$ROOT/tools/device/$s"
+done
+
+mkdir -p "$T/bin" "$T/b/sub"
+printf '#!/bin/sh\n[ "$1" = -sass ] && cat "$2"\n' > "$T/bin/cuobjdump"; chmod +x "$T/bin/cuobjdump"
+obj() { printf '%s\n' "$2" > "$T/b/sub/$1.o"; }
+W=fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2
+obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24"
+obj fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma "  HMMA.16816.F32 R4, R8, R12, R4
+  LDL R2, [R1]"
+obj fa8_delta_sm90a_e4m3_d128v128_gqa_full_stale_m64n128_w12s2 "  FFMA R1, R2, R3, R4"
+obj fa8_quant_sm90a_e4m3_d128_bf16_m64n64_w4s1 "  STL [R1], R2"   # not an attention object: not judged
+check "check-sass passes good objects" 0 "3 objects, every wgmma instance has QGMMA" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass reports portable local memory" 0 "_mma +portable QGMMA=0 HMMA=1 local=1" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+obj "$W" "  HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"
+check "check-sass fails a wgmma instance without QGMMA" 1 "$W +wgmma +QGMMA=0 .* FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24
+  STL.64 [R1+0x8], R4"
+check "check-sass fails a wgmma instance that spills" 1 "$W +wgmma +QGMMA=1 HMMA=0 local=1 FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24"
+obj fa8_delta_sm90a_e4m3_d128v128_gqa_full_stale_m64n128_w12s2 "  LDL R2, [R1]"
+check "check-sass fails a row-dot prep with local memory" 1 "stale_m64n128_w12s2 +rowdot .* local=1 FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+mkdir -p "$T/empty"
+check "check-sass: no objects" 2 "no sm90a attention objects" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/empty"
+mkdir -p "$T/nobin"   # a PATH without cuobjdump (Debian's CUDA packages put one in /usr/bin)
+check "check-sass: no cuobjdump" 2 "cuobjdump not found" -- env PATH="$T/nobin" "$(command -v bash)" "$ROOT/tools/device/check-sass" "$T/b"
+
+# h200-run from a checkout without .debs (a copy of nothing: an empty directory), artifacts kept under $T
+mkdir -p "$T/repo"
+check "h200-run: unknown option" 2 "unknown option --bogus" -- env -C "$T/repo" OUT="$T/out" FA8_ART="$T/art" bash "$ROOT/tools/device/h200-run" --bogus
+check "h200-run: .debs missing" 2 "\.debs missing: run tools/device/fetch-debs" -- env -C "$T/repo" OUT="$T/out" FA8_ART="$T/art" bash "$ROOT/tools/device/h200-run" --suites none
+[ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
