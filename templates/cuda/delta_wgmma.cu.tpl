@@ -36,11 +36,30 @@ struct Params {
   CUtensorMap tq, tdo, tk, tv;
 };
 
+/* acc += P dP^, psum += P over this thread's elements of a recomputed 64 x 64 tile (per query column j);
+ * MASK: the tile crosses a sequence end or the causal diagonal */
+template <bool MASK>
+__device__ __forceinline__ void accumulate(const float (&sacc)[BM / 2], const float (&dacc)[BM / 2], const fa8_qrows &r,
+                                           const fa8_delta_args &a, int m0, int key, float ks, const float (&vs)[2],
+                                           float cl2e, float (&acc)[BM / 4], float (&psum)[BM / 4]) {
+#pragma unroll
+  for (int i = 0; i < BM / 2; ++i) {
+    const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), row = m0 + ql, j = (i >> 2) * 2 + (i & 1);
+    const int kr = key + 8 * rr;
+    const bool vis = !MASK || (row < a.Sq && kr < a.Sk && (!CAUSAL || kr <= row + (a.Sk - a.Sq)));
+    float p, dpv;
+    fa8_p_dp(sacc[i], dacc[i], r, ql, ks, vs[rr], cl2e, vis, p, dpv);
+    acc[j] += p * dpv;
+    psum[j] += p;
+  }
+}
+
 __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_constant__ Params prm) {
   const fa8_delta_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = *reinterpret_cast<Smem *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
-  const int m0 = blockIdx.x * BM, h = blockIdx.y, b = blockIdx.z;
+  /* causal: the longest query tiles first, so the short ones fill the last wave */
+  const int m0 = (CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int kh = h / (a.H / a.Hkv), diag = a.Sk - a.Sq;
   const int last_row = min(m0 + BM, a.Sq) - 1;
   const int kend = CAUSAL ? max(0, min(a.Sk, last_row + diag + 1)) : a.Sk;
@@ -89,39 +108,44 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   fa8_regs_claim<CONSUMER_REGS>();
   const int cw = wg - 1, warp = (threadIdx.x % 128) >> 5, lane = threadIdx.x & 31;
   const float cl2e = a.softmax_scale * FA8_LOG2E;
+  const int key0 = cw * 64 + warp * 16 + (lane >> 2);   /* this thread's first key within a tile */
   float acc[BM / 4], psum[BM / 4];   /* this thread's 16 query columns */
 #pragma unroll
   for (int j = 0; j < BM / 4; ++j) acc[j] = psum[j] = 0.0f;
   fa8_mbar_wait(&s.q_full, 0);
+  /* Ping-pong, as in the forward: a warpgroup issues its S^t / dP^t wgmmas only in its turn (named barriers 2
+   * and 3), so one warpgroup's elementwise work runs while the other's wgmmas execute (issued together, both
+   * warpgroups' GEMMs and then both elementwise phases took turns: ncu saw 32 % issue and 68 % of cycles with
+   * no eligible warp). Per tile the instruction sequence is unchanged: P and dP^ stay bit-identical to the
+   * backward's. */
+  constexpr bool PINGPONG = CONSUMERS == 2;
+  if (PINGPONG && cw == 1) fa8_named_arrive(2, 256);   /* warpgroup 0 goes first */
   for (int it = 0; it < ntiles; ++it) {
     const int st = it % STAGES, n0 = it * BN;
     /* the backward's scale reads: K's once per key tile (constant over it, runtime-checked), V's per key */
     const float ks_tile = fa8_scale_at(a.k_scale, b, kh, n0);
-    int key[2];
     float vs[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      key[r] = n0 + cw * 64 + warp * 16 + (lane >> 2) + 8 * r;
-      vs[r] = key[r] < a.Sk ? fa8_scale_at(a.v_scale, b, kh, key[r]) : 0.0f;
+      const int key = n0 + key0 + 8 * r;
+      vs[r] = key < a.Sk ? fa8_scale_at(a.v_scale, b, kh, key) : 0.0f;
     }
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
+    if (PINGPONG) fa8_named_sync(2 + cw, 256);
     float sacc[BM / 2], dacc[BM / 2];
     fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV>(sacc, dacc, &s.k[st][0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK,
                                                 &s.v[st][0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[0][0], &s.dout[0][0]);
+    if (PINGPONG) fa8_named_arrive(2 + (1 - cw), 256);
     fa8_wgmma_wait<0>();
     fa8_fence_regs(sacc);
     fa8_fence_regs(dacc);
     if (lane == 0) fa8_mbar_arrive(&s.empty[st]);
-#pragma unroll
-    for (int i = 0; i < BM / 2; ++i) {
-      const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), row = m0 + ql, j = (i >> 2) * 2 + (i & 1);
-      const bool vis = row < a.Sq && key[rr] < a.Sk && (!CAUSAL || key[rr] <= row + diag);
-      float p, dpv;
-      fa8_p_dp(sacc[i], dacc[i], s.rows, ql, ks_tile, vs[rr], cl2e, vis, p, dpv);
-      acc[j] += p * dpv;
-      psum[j] += p;
-    }
+    /* tiles inside both sequence ends and below the causal diagonal skip the mask (branch-free loop) */
+    const bool inside = m0 + BM <= a.Sq && n0 + BN <= a.Sk && (!CAUSAL || n0 + BN - 1 <= m0 + diag);
+    if (inside) accumulate<false>(sacc, dacc, s.rows, a, m0, n0 + key0, ks_tile, vs, cl2e, acc, psum);
+    else accumulate<true>(sacc, dacc, s.rows, a, m0, n0 + key0, ks_tile, vs, cl2e, acc, psum);
   }
+  if (PINGPONG && cw == 0) fa8_named_sync(2, 256);   /* warpgroup 1's last hand-over */
   /* over the keys of the quad rows, then the warps (fixed order) */
 #pragma unroll
   for (int j = 0; j < BM / 4; ++j) {
