@@ -70,6 +70,45 @@ __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&
   }
 }
 
+/* split: P^ and R^ fragments in one pass. P^ = e4m3(p 2^8) comes from the codes to_a_frags would pack; the
+ * codes decode back exactly through f16 (every e4m3 value is an f16 value), and R^ = e4m3((p - P^/2^8) 2^12)
+ * is computed as e4m3((p 2^8 - P^) 2^4): p 2^8 is what p[] holds, and the subtraction is exact (P^ is within a
+ * factor 2 of p 2^8, or 0), so the codes are bit for bit those of docs/numerics.md without a software decode
+ * or a 64-float remainder array. */
+__device__ __forceinline__ void dec_e4m3x2(uint32_t c, float &lo, float &hi) {
+  asm("{\n.reg .b16 c, l, h;\n.reg .b32 x;\ncvt.u16.u32 c, %2;\ncvt.rn.f16x2.e4m3x2 x, c;\nmov.b32 {l, h}, x;\n"
+      "cvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+      : "=f"(lo), "=f"(hi)
+      : "r"(c));
+}
+__device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_t (&af)[BN / 32][4], uint32_t (&rf)[BN / 32][4]) {
+  constexpr float K = REM_SCALE / P_SCALE;
+#pragma unroll
+  for (int kb = 0; kb < BN / 32; ++kb) {
+    uint32_t x[2][2], y[2][2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint32_t cx[2], cy[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int i = 4 * (4 * kb + 2 * h + u) + 2 * r;
+          float d0, d1;
+          cx[u] = fa8_pack_e4m3x2(p[i], p[i + 1]);
+          dec_e4m3x2(cx[u], d0, d1);
+          cy[u] = fa8_pack_e4m3x2((p[i] - d0) * K, (p[i + 1] - d1) * K);
+        }
+        x[r][h] = cx[0] | (cx[1] << 16);
+        y[r][h] = cy[0] | (cy[1] << 16);
+      }
+    fa8_quad_to_a(x[0][0], x[0][1], af[kb][0], af[kb][2]);
+    fa8_quad_to_a(x[1][0], x[1][1], af[kb][1], af[kb][3]);
+    fa8_quad_to_a(y[0][0], y[0][1], rf[kb][0], rf[kb][2]);
+    fa8_quad_to_a(y[1][0], y[1][1], rf[kb][1], rf[kb][3]);
+  }
+}
+
 /* One consumer warpgroup's state and steps: 64 query rows, O accumulator, online-softmax statistics. */
 struct Consumer {
   const fa8_fwd_args &a;
@@ -77,8 +116,8 @@ struct Consumer {
   int cw, h, b, kh, diag, m0, lane, t;
   int row[2];
   float qs[2], m[2], l[2], f_prev, cl2e;
-  float acc[DV / 2], sacc[BN / 2], rem[BN / 2];
-  uint32_t pa[BN / 32][4];
+  float acc[DV / 2], sacc[BN / 2];
+  uint32_t pa[BN / 32][4], ra[BN / 32][4];   /* P^, and R^ (split) as A fragments */
 
   __device__ __forceinline__ Consumer(const fa8_fwd_args &a_, Smem &s_, int cw_, int m0_, int h_, int b_, int kh_, int diag_)
       : a(a_), s(s_), cw(cw_), h(h_), b(b_), kh(kh_), diag(diag_), m0(m0_) {
@@ -117,7 +156,7 @@ struct Consumer {
       wgmma_pv(d, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), !fresh || k > 0);
     fa8_wgmma_commit();
   }
-  /* logits of the tile at key n0 (in sacc) -> running max, P^ fragments (pa), remainder (rem, split), the
+  /* logits of the tile at key n0 (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
    * factor the accumulator must take before this tile's product joins it; l and m updated */
   __device__ __forceinline__ void softmax(int n0, float (&rescale)[2]) {
     const float ks = fa8_scale_at(a.k_scale, b, kh, n0), vs = fa8_scale_at(a.v_scale, b, kh, n0);
@@ -159,9 +198,9 @@ struct Consumer {
       const float p = m[r] == -INFINITY || (!inside && sacc[i] == -INFINITY) ? 0.0f : exp2f(fmaf(sacc[i], mul[r], -m[r]));
       l[r] += p;
       sacc[i] = p * P_SCALE;
-      if constexpr (SPLIT) rem[i] = (p - fa8_dec<FA8_FMT_E4M3>(fa8_cvt<FA8_FMT_E4M3>(sacc[i])) * (1.0f / P_SCALE)) * REM_SCALE;
     }
-    to_a_frags(sacc, pa);
+    if constexpr (SPLIT) to_split_frags(sacc, pa, ra);
+    else to_a_frags(sacc, pa);
   }
 };
 
@@ -209,11 +248,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
   Consumer c(a, s, wg - 1, m0, h, b, kh, diag);
   fa8_mbar_wait(&s.q_full, 0);
   if (ntiles > 0) {
-    if constexpr (SPLIT) {
-      /* split, one tile at a time. DV <= 128: P^ V^ and R^ V^ each go to a fresh accumulator and join O in
-       * FP32 (the tensor cores keep only ~14 bits when they add into an accumulator, which swamps R^ V^ / 2^4:
-       * measured 10x the CPU's O error without this). DV > 128 has no registers for a second accumulator:
-       * O is pre-scaled by 2^4 so that R^ V^ lands first, then P^ V^ (the portable path's order). */
+    if constexpr (SPLIT && DV > 128) {
+      /* split, DV > 128, one tile at a time: no registers for a second accumulator next to O and S, so O is
+       * pre-scaled by 2^4 so that R^ V^ lands first, then P^ V^ (the portable path's order). */
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES;
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
@@ -222,33 +259,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         fa8_fence_regs(c.sacc);
         float rescale[2];
         c.softmax(it * BN, rescale);
-        uint32_t ra[BN / 32][4];
-        to_a_frags(c.rem, ra);
-        if constexpr (DV <= 128) {
-          float tmp[DV / 2];
-          c.pv_issue(tmp, c.pa, st, true);
-          fa8_wgmma_wait<0>();
-          fa8_fence_regs(tmp);
+        constexpr float UP = REM_SCALE / P_SCALE;
 #pragma unroll
-          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(c.acc[i], rescale[(i >> 1) & 1], tmp[i]);
-          c.pv_issue(tmp, ra, st, true);
-          fa8_wgmma_wait<0>();
-          fa8_fence_regs(tmp);
+        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
+        c.pv_issue(c.acc, c.ra, st, false);
+        fa8_wgmma_wait<0>();
+        fa8_fence_regs(c.acc);
 #pragma unroll
-          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tmp[i], P_SCALE / REM_SCALE, c.acc[i]);
-        } else {
-          constexpr float UP = REM_SCALE / P_SCALE;
-#pragma unroll
-          for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
-          c.pv_issue(c.acc, ra, st, false);
-          fa8_wgmma_wait<0>();
-          fa8_fence_regs(c.acc);
-#pragma unroll
-          for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
-          c.pv_issue(c.acc, c.pa, st, false);
-          fa8_wgmma_wait<0>();
-          fa8_fence_regs(c.acc);
-        }
+        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
+        c.pv_issue(c.acc, c.pa, st, false);
+        fa8_wgmma_wait<0>();
+        fa8_fence_regs(c.acc);
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
       }
     } else {
@@ -256,11 +277,73 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
        * with O += P^(j-1) V(j-1) -- only in its turn (named barriers 1 and 2), then hands the tensor cores
        * to the other warpgroup and waits for its own GEMMs; its softmax of tile j then runs while the other
        * warpgroup's GEMMs execute. Every wait is wait_group 0 before registers are touched, so ptxas sees no
-       * in-flight register hazard. One consumer warpgroup (or three) runs the same loop without turns. */
+       * in-flight register hazard. One consumer warpgroup (or three) runs the same loop without turns.
+       *
+       * Split (DV <= 128) runs the same loop, one wait per GEMM phase as above, with R^ V^ in a fresh
+       * accumulator (tr) that joins O in FP32 with the factor P_SCALE / REM_SCALE (the tensor cores keep only
+       * ~14 bits when they add into an accumulator, which would swamp R^ V^ / 2^4). What the GEMM phase holds
+       * in flight depends on the registers (setmaxnreg's CONSUMER_REGS, less ~48 for the loop's state; at
+       * BLOCK_N 128: S 64, P^ and R^ fragments 32):
+       *  - PV_FRESH (d64: S 64 + O 32 + tp 32 + tr 32 + P^, R^ 32 = 192 of 240): the GEMM phase of tile j
+       *    issues S(j), P^(j-1) V(j-1) into a fresh accumulator (tp) and R^(j-1) V(j-1) into tr; both join O
+       *    in FP32 after the wait exactly as the one-tile-at-a-time loop did (O = O rescale + P^V^, then
+       *    + R^V^ P_SCALE/REM_SCALE).
+       *  - otherwise P^ V^ adds into the running O on the tensor cores like the standard forward (two fresh
+       *    accumulators next to O and S would need 256 registers at d128; bench/NOTES.md measured no change in
+       *    split's O error when v3 moved P^ V^ from O to a fresh accumulator: the QK^t logits dominate it),
+       *    and R^(j-1) V(j-1) still goes into tr in the same GEMM phase where that fits (d128 with BLOCK_N 64).
+       *  - RV_SOLO (d128 at BLOCK_N 128: S 64 + O 64 + tr 64 + P^, R^ 32 = 224 spilled and made ptxas
+       *    serialize the wgmmas, measured): R^(j) V(j) goes in its own group right after softmax(j), outside
+       *    the turn (it queues behind the other warpgroup's GEMM phase; in flight tr 64 + R^ 16, with O 64 and
+       *    P^ 16 live), and is waited for at once while O takes its rescale; the GEMM phase keeps S(j+1) and
+       *    P^(j) V(j). */
       constexpr bool PINGPONG = CONSUMERS == 2;
+      constexpr int INFLIGHT = CONSUMER_REGS - 48;
+      constexpr bool PV_FRESH = SPLIT && BN / 2 + 3 * (DV / 2) + BN / 8 <= INFLIGHT;      /* P^ V^ into tp */
+      constexpr bool RV_SOLO = SPLIT && !PV_FRESH && BN / 2 + 2 * (DV / 2) + BN / 8 > INFLIGHT;
       const int cw = wg - 1;
       auto turn_wait = [&]() { if (PINGPONG) fa8_named_sync(1 + cw, 256); };
       auto turn_pass = [&]() { if (PINGPONG) fa8_named_arrive(1 + (1 - cw), 256); };
+      float tp[DV / 2], tr[DV / 2];   /* fresh accumulators (unused ones cost nothing) */
+      /* the PV part of a GEMM phase for the tile in stage sp (asynchronous; joined by pv_join) */
+      auto pv_issue_all = [&](int sp) {
+        if constexpr (PV_FRESH) c.pv_issue(tp, c.pa, sp, true);
+        else c.pv_issue(c.acc, c.pa, sp, false);
+        if constexpr (SPLIT && !RV_SOLO) c.pv_issue(tr, c.ra, sp, true);
+      };
+      /* after the GEMM phase's wait: fresh products join O in FP32; rs: the rescale the previous softmax left
+       * for O (PV_FRESH only: otherwise O takes it before the GEMM phase, since it accumulates there) */
+      auto pv_join = [&](const float (&rs)[2]) {
+        if constexpr (PV_FRESH) {
+          fa8_fence_regs(tp);
+#pragma unroll
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(c.acc[i], rs[(i >> 1) & 1], tp[i]);
+        } else {
+          fa8_fence_regs(c.acc);
+        }
+        if constexpr (SPLIT && !RV_SOLO) {
+          fa8_fence_regs(tr);
+#pragma unroll
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tr[i], P_SCALE / REM_SCALE, c.acc[i]);
+        }
+      };
+      /* after softmax(j) (tile in stage st): O takes the rescale; RV_SOLO: R^(j) V(j) into tr meanwhile,
+       * then waited for and joined */
+      auto after_softmax = [&](int st, const float (&rs)[2], bool first) {
+        if constexpr (RV_SOLO) c.pv_issue(tr, c.ra, st, true);
+        if constexpr (!PV_FRESH) {
+          if (!first) {
+#pragma unroll
+            for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rs[(i >> 1) & 1];
+          }
+        }
+        if constexpr (RV_SOLO) {
+          fa8_wgmma_wait<0>();
+          fa8_fence_regs(tr);
+#pragma unroll
+          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tr[i], P_SCALE / REM_SCALE, c.acc[i]);
+        }
+      };
       if (PINGPONG && cw == 1) fa8_named_arrive(1, 256);   /* warpgroup 0 goes first */
       fa8_mbar_wait(&s.full[0], 0);
       turn_wait();
@@ -270,27 +353,27 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
       fa8_fence_regs(c.sacc);
       float rescale[2];
       c.softmax(0, rescale);
+      after_softmax(0, rescale, true);   /* O is still 0: no rescale */
       for (int it = 1; it < ntiles; ++it) {
         const int st = it % STAGES, sp = (it - 1) % STAGES;
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
         turn_wait();
         c.qk_issue(st);
-        c.pv_issue(c.acc, c.pa, sp, false);
+        pv_issue_all(sp);
         turn_pass();
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.sacc);
-        fa8_fence_regs(c.acc);
+        pv_join(rescale);
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
         c.softmax(it * BN, rescale);
-#pragma unroll
-        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
+        after_softmax(st, rescale, false);
       }
       const int sl = (ntiles - 1) % STAGES;
       turn_wait();
-      c.pv_issue(c.acc, c.pa, sl, false);
+      pv_issue_all(sl);
       turn_pass();
       fa8_wgmma_wait<0>();
-      fa8_fence_regs(c.acc);
+      pv_join(rescale);
       if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
       if (PINGPONG && cw == 0) fa8_named_sync(1, 256);   /* consume warpgroup 1's last hand-over */
     }
