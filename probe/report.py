@@ -46,6 +46,36 @@ def _fmt(v, nd=3):
     return "n/a" if v is None else f"{v:.{nd}f}" if isinstance(v, float) else str(v)
 
 
+EARLY_STEPS = (50, 100, 200, 300)
+
+
+def _max_logit(p):
+    L = p.get("layers") or []
+    v = [x["max_logit"] for x in L if x.get("max_logit") is not None]
+    return max(v) if v else None
+
+
+def early(runs):
+    """Max scaled logit (max over layers) over the first steps and where a run diverged: without QK norm, stale
+    delta shows here first (the logits grow before any loss difference)."""
+    lines = ["", "## Early training: max scaled logit (max over layers) and divergence", "",
+             "| arm | seed | " + " | ".join(f"step {s}" for s in EARLY_STEPS) + " | diverged at step |",
+             "|---|---|" + "---|" * len(EARLY_STEPS) + "---|"]
+    per_arm = {}
+    for r in runs:
+        pts = {p["step"]: p for p in r["log"]}
+        cells = []
+        for s in EARLY_STEPS:
+            v = _max_logit(pts[s]) if s in pts else None
+            cells.append("-" if v is None else ("nan" if v != v else f"{v:.1f}"))
+        div = r["log"][-1]["step"] if r.get("diverged") else None
+        per_arm.setdefault(r["arm"], []).append(div is not None)
+        lines.append(f"| {r['arm']} | {r['seed']} | " + " | ".join(cells) + f" | {'-' if div is None else div} |")
+    lines += ["", "Diverged (non-finite loss) runs per arm: " +
+              "; ".join(f"{arm} {sum(v)} of {len(v)}" for arm, v in per_arm.items()) + "."]
+    return lines
+
+
 def summary(res):
     c, env = res["config"], res["env"]
     runs = _runs(res)
@@ -100,6 +130,7 @@ def summary(res):
         for arm, m in means.items():
             lines.append(f"| {arm} | {m['n']} | {m['val_loss']:.4f} | {m['val_acc']:.3f} | {m['max_gq']:.3f} | "
                          f"{m['max_gk']:.3f} | {m['top4']:.3f} | {m['max_prod']:.3f} | {_fmt(m['spread_gq'])} |")
+    lines += early(runs)
     lines += ["", "## Checks", ""]
     ref = means.get("sdpa-bf16")
     if ref is None:
