@@ -2,7 +2,8 @@
 # The device round-trip scripts, without a GPU (issue #5's SASS gate, tools/device/README.md):
 #   * tools/device/check-sass judges fake disassemblies (a stand-in cuobjdump prints each object's text): a wgmma
 #     instance without QGMMA or with local memory fails, a row-dot delta prep with local memory fails, a portable
-#     instance with local memory is only reported; no objects or no cuobjdump is an error (2);
+#     instance with local memory is only reported; no objects, no cuobjdump or a disassembly without functions
+#     (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option and a checkout without .debs, naming what is wrong.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -18,13 +19,13 @@ check() {   # check NAME WANT_RC PATTERN -- COMMAND...
     echo "ok   $name"
   fi
 }
-for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels; do
+for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump; do
   [ -f "$ROOT/tools/device/$s" ] && check "bash -n $s" 0 "" -- bash -n "$ROOT/tools/device/$s"
 done
 
 mkdir -p "$T/bin" "$T/b/sub"
 printf '#!/bin/sh\n[ "$1" = -sass ] && cat "$2"\n' > "$T/bin/cuobjdump"; chmod +x "$T/bin/cuobjdump"
-obj() { printf '%s\n' "$2" > "$T/b/sub/$1.o"; }
+obj() { printf '\t\tFunction : kernel\n%s\n' "$2" > "$T/b/sub/$1.o"; }   # cuobjdump -sass's shape
 W=fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2
 obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24"
 obj fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma "  HMMA.16816.F32 R4, R8, R12, R4
@@ -41,6 +42,9 @@ check "check-sass fails a wgmma instance that spills" 1 "$W +wgmma +QGMMA=1 HMMA
 obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24"
 obj fa8_delta_sm90a_e4m3_d128v128_gqa_full_stale_m64n128_w12s2 "  LDL R2, [R1]"
 check "check-sass fails a row-dot prep with local memory" 1 "stale_m64n128_w12s2 +rowdot .* local=1 FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+printf '\nFatbin elf code:\n arch = sm_90a\n' > "$T/b/sub/$W.o"   # what cuobjdump prints when it finds no nvdisasm
+check "check-sass: a disassembly without functions is an error" 2 "gave no SASS for $W" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24"
 mkdir -p "$T/empty"
 check "check-sass: no objects" 2 "no sm90a attention objects" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/empty"
 mkdir -p "$T/nobin"   # a PATH without cuobjdump (Debian's CUDA packages put one in /usr/bin)
