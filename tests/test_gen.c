@@ -1135,6 +1135,26 @@ Test(gen, line_directives_map_to_template_lines) {
         "for _, d in ipairs({ 'quant', 'fwd', 'delta', 'bwd' }) do assert(per_dir[d], 'no ' .. d .. ' instance checked') end\n");
 }
 
+/* --line-root (what the build passes, so nvcc's dependency files name templates that exist): every #line path
+ * carries the prefix and still maps to the template's lines; the manifest's recorded command leaves it out. */
+Test(gen, line_root_prefixes_directives) {
+    const char *out = tmp_path("lines-root");
+    proc p = fa8("gen --target cpu --profile minimal --kernels 'fa8_fwd_*' --line-root '%s' --out '%s'", FA8_SOURCE_ROOT, out);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    LUA_OK(LINE_CHECK
+        "local dir = TMP .. '/lines-root'\n"
+        "local m = require('dkjson').decode(read(dir .. '/manifest.json'))\n"
+        "assert(not m.command:find('line%-root'), m.command)\n"
+        "assert(#m.instances >= 1, 'no instance')\n"
+        "for _, e in ipairs(m.instances) do\n"
+        "  local text = read(dir .. '/' .. e.name .. '.c')\n"
+        "  assert(has(text, '#line 1 \"' .. ROOT .. '/templates/cpu/fwd.c.tpl\"'), e.name .. ': no prefixed directive')\n"
+        "  assert(not text:find('\\n#line %d+ \"templates/'), e.name .. ': an unprefixed directive')\n"
+        "  -- the prefixed paths are absolute: check them against the file system root\n"
+        "  assert(check_lines(text, '', e.name) >= 1)\n"
+        "end\n");
+}
+
 Test(gen, line_directives_survive_lua_loops) {
     /* a template in a scratch root: loops, a conditional, Lua lines between literal runs */
     char tdir[1024];

@@ -65,12 +65,13 @@ local function meta_for(args, reg, argv)
   local ver = (emit.read_file(emit.root .. "/VERSION") or "0.0.0"):gsub("%s+", "")
   local used = {}
   for _, t in ipairs(csv(args.target)) do used[#used + 1] = targets.lookup(reg, t) end
-  -- the recorded command omits --out/--depfile so regenerating elsewhere stays byte-identical
+  -- the recorded command omits --out/--depfile/--line-root (where files go and where the templates were, not
+  -- what is generated) so regenerating elsewhere records the same command
   local cmd, skip = { "fa8" }, false
   for _, a in ipairs(argv) do
     if skip then skip = false
-    elseif a == "--out" or a == "--depfile" then skip = true
-    elseif not (a:match("^%-%-out=") or a:match("^%-%-depfile=")) then cmd[#cmd + 1] = a end
+    elseif a == "--out" or a == "--depfile" or a == "--line-root" then skip = true
+    elseif not (a:match("^%-%-out=") or a:match("^%-%-depfile=") or a:match("^%-%-line%-root=")) then cmd[#cmd + 1] = a end
   end
   return { version = ver, gen_hash = generate.generator_hash(emit.root), targets = used, command = table.concat(cmd, " ") }
 end
@@ -82,6 +83,9 @@ function M.main(argv)
   add_filters(gen)
   gen:option("--out", "Output directory (created if missing)."):args(1)
   gen:option("--depfile", "Also write a Make-style depfile (for Ninja).")
+  gen:option("--line-root", "Prefix of the template paths in #line directives (default: relative to the "
+    .. "source root). The fa8 build passes the source root, so nvcc's dependency files name templates that exist.")
+    :target("line_root")
   gen:flag("--no-bundle-files", "Only sources, tables and manifest (the fa8 build uses this).")
     :target("no_bundle_files")
   gen:flag("--list-outputs", "Print the file names a run would write, and exit."):target("list_outputs")
@@ -111,6 +115,7 @@ function M.main(argv)
         for _, n in ipairs(generate.list_outputs(res)) do print(n) end
         return
       end
+      emit.line_root = args.line_root
       local meta = meta_for(args, reg, argv)
       local files = generate.run(res, { out = args.out, depfile = args.depfile, bundle_files = not args.no_bundle_files }, meta)
       if not args.quiet then

@@ -7,6 +7,7 @@ local template = require("pl.template")
 local M = {}
 
 M.root = nil          -- fa8 source root (set by main.lua); template paths in #line are relative to it
+M.line_root = nil     -- prefix of the #line paths (`gen --line-root`); nil: relative to the source root
 M.written, M.unchanged = 0, 0
 local deps, outputs = {}, {}
 
@@ -45,7 +46,9 @@ function M.expand(relpath, env, opts)
   M.add_dep(path)
   local text, err = read_file(path)
   if not text then error(("template %s: cannot read: %s"):format(path, err), 0) end
-  if not (opts and opts.no_line) then text = M.add_line_directives(text, "templates/" .. relpath) end
+  if not (opts and opts.no_line) then
+    text = M.add_line_directives(text, (M.line_root and M.line_root .. "/" or "") .. "templates/" .. relpath)
+  end
   local e = setmetatable({ _escape = "%%", _parent = _G, _debug = false }, { __index = env })
   for k, v in pairs(env) do e[k] = v end
   local out, terr = template.substitute(text, e)
