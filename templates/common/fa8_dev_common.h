@@ -33,6 +33,11 @@ FA8_DEV int64_t fa8_off(int64_t sb, int64_t ss, int64_t sh, int b, int s, int h)
 FA8_DEV bool fa8_visible(int row, int col, int Sq, int Sk, int diag, bool causal) {
   return row < Sq && col < Sk && (!causal || col <= row + diag);
 }
+/* rows [r0, r1) x keys [c0, c1) all visible (interior tiles skip the per-element mask): both ranges inside
+ * their sequences and, causal, the last key not in the first row's future */
+FA8_DEV bool fa8_block_visible(int r0, int r1, int c1, int Sq, int Sk, int diag, bool causal) {
+  return r1 <= Sq && c1 <= Sk && (!causal || c1 - 1 <= r0 + diag);
+}
 /* keys [0, end) a query tile whose last row is `last_row` can see */
 FA8_DEV int fa8_key_end(int last_row, int Sk, int diag, bool causal) {
   if (!causal) return Sk;

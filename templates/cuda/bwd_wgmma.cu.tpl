@@ -231,7 +231,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 #pragma unroll
       for (int i = 0; i < BM / 2; ++i) {
         const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), row = m0 + ql, kr = key0 + 8 * rr;
-        const bool vis = row < a.Sq && kr < a.Sk && (!CAUSAL || kr <= row + diag);
+        const bool vis = fa8_visible(row, kr, a.Sq, a.Sk, diag, CAUSAL);
         float p, dpv;
         fa8_p_dp(sacc[i], dacc[i], r, ql, ks_tile, s.vs[kr - n0], cl2e, vis, p, dpv);
         const float dsv = p * (dpv - r.delta[ql]);

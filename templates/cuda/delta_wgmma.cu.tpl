@@ -46,7 +46,7 @@ __device__ __forceinline__ void accumulate(const float (&sacc)[BM / 2], const fl
   for (int i = 0; i < BM / 2; ++i) {
     const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), row = m0 + ql, j = (i >> 2) * 2 + (i & 1);
     const int kr = key + 8 * rr;
-    const bool vis = !MASK || (row < a.Sq && kr < a.Sk && (!CAUSAL || kr <= row + (a.Sk - a.Sq)));
+    const bool vis = !MASK || fa8_visible(row, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
     float p, dpv;
     fa8_p_dp(sacc[i], dacc[i], r, ql, ks, vs[rr], cl2e, vis, p, dpv);
     acc[j] += p * dpv;
@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   const int m0 = (CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int kh = h / (a.H / a.Hkv), diag = a.Sk - a.Sq;
   const int last_row = min(m0 + BM, a.Sq) - 1;
-  const int kend = CAUSAL ? max(0, min(a.Sk, last_row + diag + 1)) : a.Sk;
+  const int kend = fa8_key_end(last_row, a.Sk, diag, CAUSAL);
   const int ntiles = (kend + BN - 1) / BN;
   const int wg = threadIdx.x / 128;
 
@@ -141,9 +141,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
     fa8_fence_regs(dacc);
     if (lane == 0) fa8_mbar_arrive(&s.empty[st]);
     /* tiles inside both sequence ends and below the causal diagonal skip the mask (branch-free loop) */
-    const bool inside = m0 + BM <= a.Sq && n0 + BN <= a.Sk && (!CAUSAL || n0 + BN - 1 <= m0 + diag);
-    if (inside) accumulate<false>(sacc, dacc, s.rows, a, m0, n0 + key0, ks_tile, vs, cl2e, acc, psum);
-    else accumulate<true>(sacc, dacc, s.rows, a, m0, n0 + key0, ks_tile, vs, cl2e, acc, psum);
+    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+      accumulate<false>(sacc, dacc, s.rows, a, m0, n0 + key0, ks_tile, vs, cl2e, acc, psum);
+    else
+      accumulate<true>(sacc, dacc, s.rows, a, m0, n0 + key0, ks_tile, vs, cl2e, acc, psum);
   }
   if (PINGPONG && cw == 0) fa8_named_sync(2, 256);   /* warpgroup 1's last hand-over */
   /* over the keys of the quad rows, then the warps (fixed order) */

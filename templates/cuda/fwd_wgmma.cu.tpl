@@ -165,8 +165,7 @@ struct Consumer {
      * exactly); P takes one FFMA per logit below instead of a multiply and a subtract */
     float mx[2] = { -INFINITY, -INFINITY };
     /* only tiles that cross the sequence ends or the causal diagonal need the mask */
-    const bool inside = m0 + 64 * (cw + 1) <= a.Sq && n0 + BN <= a.Sk &&
-                        (!CAUSAL || n0 + BN - 1 <= m0 + cw * 64 + diag);
+    const bool inside = fa8_block_visible(m0 + cw * 64, m0 + 64 * (cw + 1), n0 + BN, a.Sq, a.Sk, diag, CAUSAL);
     if (inside) {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sacc[i]);
@@ -174,7 +173,7 @@ struct Consumer {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const int r = (i >> 1) & 1, col = n0 + (i >> 2) * 8 + 2 * t + (i & 1);
-        const bool vis = row[r] < a.Sq && col < a.Sk && (!CAUSAL || col <= row[r] + diag);
+        const bool vis = fa8_visible(row[r], col, a.Sq, a.Sk, diag, CAUSAL);
         sacc[i] = vis ? sacc[i] : -INFINITY;
         mx[r] = fmaxf(mx[r], sacc[i]);
       }
@@ -212,7 +211,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
   const int h = blockIdx.y, b = blockIdx.z;
   const int kh = h / (a.H / a.Hkv), m0 = mt * BM, diag = a.Sk - a.Sq;
   const int last_row = min(m0 + BM, a.Sq) - 1;
-  const int kend = CAUSAL ? max(0, min(a.Sk, last_row + diag + 1)) : a.Sk;
+  const int kend = fa8_key_end(last_row, a.Sk, diag, CAUSAL);
   const int ntiles = (kend + BN - 1) / BN;
   const int wg = threadIdx.x / 128;
 
