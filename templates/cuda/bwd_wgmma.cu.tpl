@@ -82,6 +82,28 @@ __device__ __forceinline__ void dq_add(const fa8_bwd_args &a, int vec, int b, in
   }
 }
 
+/* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
+ * wgmma (da[kb][r]: key row g (+8 for odd r), 4 consecutive query codes from kb*32 + (r>>1)*16 + 4t): a 4x4 byte
+ * transpose across the four lanes 4 apart (two shuffles, two byte permutes) leaves each register holding 4
+ * consecutive keys of one query, stored as one 32-bit word: 8 stores per thread instead of 32 byte stores with
+ * their conversions and swizzled addresses. Checked by simulation against the per-element layout. */
+__device__ __forceinline__ void store_ds_t(uint8_t *chunk, const uint32_t (&da)[BM / 32][4], int warp, int lane) {
+  const int g = lane >> 2, t = lane & 3, j = g & 3;
+  const uint32_t sel1 = j < 2 ? 0x5410u : 0x3276u;   /* swap the off-diagonal 2x2 blocks of 16-bit halves */
+  const uint32_t sel2 = (j & 1) ? 0x3715u : 0x6240u; /* transpose the bytes inside each 2x2 block */
+  const uint32_t base = (uint32_t)__cvta_generic_to_shared(chunk);   /* STS, not generic stores */
+#pragma unroll
+  for (int kb = 0; kb < BM / 32; ++kb)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      uint32_t w = da[kb][r];
+      w = __byte_perm(w, __shfl_xor_sync(0xffffffffu, w, 8), sel1);
+      w = __byte_perm(w, __shfl_xor_sync(0xffffffffu, w, 4), sel2);
+      const int q = kb * 32 + (r >> 1) * 16 + 4 * t + j, k = warp * 16 + (r & 1) * 8 + (g & ~3);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(base + fa8_swz64(q, k)), "r"(w) : "memory");
+    }
+}
+
 /* d (64 x N) (+)= A (registers, format of A) B (smem), one k-step of 32 */
 __device__ __forceinline__ void wgmma_dv(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
@@ -274,9 +296,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       uint32_t pa[BM / 32][4], da[BM / 32][4];
       fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
       fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
+      if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
 #pragma unroll
-      for (int i = 0; i < BM / 2; ++i)
-        s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
+        for (int i = 0; i < BM / 2; ++i)
+          s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
+      } else {
+        store_ds_t(&s.ds[cw][0], da, warp, lane);
+      }
       fa8_fence_async_smem();
 
       fa8_wgmma_fence();

@@ -83,6 +83,14 @@ __device__ __forceinline__ void fa8_named_arrive(int id, int threads) {
 template <int R> __device__ __forceinline__ void fa8_regs_release() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
 template <int R> __device__ __forceinline__ void fa8_regs_claim() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
 
+/* 2^x with denormal results flushed to zero: one MUFU.EX2. exp2f adds a range test and two multiplies per call
+ * to produce denormal results, which no probability stored in FP8 (or summed into l) can use. */
+__device__ __forceinline__ float fa8_exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
 /* ---- P in registers as the A operand ----
  * The accumulator of S holds, per thread, columns 2t, 2t+1 of each 8-column chunk (rows g and g+8); the FP8
  * A fragment wants columns 4t..4t+3 and 16+4t..16+4t+3 of each 32-column block. Pack the codes per chunk

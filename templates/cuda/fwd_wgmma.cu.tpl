@@ -183,20 +183,31 @@ struct Consumer {
     for (int r = 0; r < 2; ++r) {
       const float q = fa8_quad_max(mx[r]);
       const float mn = fmaxf(m[r], q == -INFINITY ? -INFINITY : q * mul[r]);
-      const float alpha = mn == -INFINITY ? 1.0f : exp2f(m[r] - mn);
+      const float alpha = mn == -INFINITY ? 1.0f : fa8_exp2_ftz(m[r] - mn);
       rescale[r] = alpha * (f_prev / f_cur);
       l[r] *= alpha;
       m[r] = mn;
     }
     f_prev = f_cur;
     /* P = exp2(t - m), P^ = e4m3(P 2^8); split: R^ = e4m3((P - P^/2^8) 2^12) */
+    if (inside) {
+      /* every logit of the tile is finite, so is the running max: no tests, one FFMA and one MUFU per logit */
 #pragma unroll
-    for (int i = 0; i < BN / 2; ++i) {
-      const int r = (i >> 1) & 1;
-      /* a masked logit is -inf: 0 without the FFMA (-inf x 0 would be NaN for an all-zero Q block's scale) */
-      const float p = m[r] == -INFINITY || (!inside && sacc[i] == -INFINITY) ? 0.0f : exp2f(fmaf(sacc[i], mul[r], -m[r]));
-      l[r] += p;
-      sacc[i] = p * P_SCALE;
+      for (int i = 0; i < BN / 2; ++i) {
+        const int r = (i >> 1) & 1;
+        const float p = fa8_exp2_ftz(fmaf(sacc[i], mul[r], -m[r]));
+        l[r] += p;
+        sacc[i] = p * P_SCALE;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) {
+        const int r = (i >> 1) & 1;
+        /* a masked logit is -inf: 0 without the FFMA (-inf x 0 would be NaN for an all-zero Q block's scale) */
+        const float p = m[r] == -INFINITY || sacc[i] == -INFINITY ? 0.0f : fa8_exp2_ftz(fmaf(sacc[i], mul[r], -m[r]));
+        l[r] += p;
+        sacc[i] = p * P_SCALE;
+      }
     }
     if constexpr (SPLIT) to_split_frags(sacc, pa, ra);
     else to_a_frags(sacc, pa);
