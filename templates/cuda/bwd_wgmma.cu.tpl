@@ -159,7 +159,7 @@ template <bool STATS>
 __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constant__ Params prm) {
   const fa8_bwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
-  Smem &s = *reinterpret_cast<Smem *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
+  Smem &s = fa8_smem_struct<Smem>(smem_raw);
   const int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
   const int group = a.H / a.Hkv, diag = a.Sk - a.Sq;
   const int m_first = CAUSAL ? (max(0, n0 - diag) / BM) * BM : 0;

@@ -57,7 +57,7 @@ __device__ __forceinline__ void accumulate(const float (&sacc)[BM / 2], const fl
 __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_constant__ Params prm) {
   const fa8_delta_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
-  Smem &s = *reinterpret_cast<Smem *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
+  Smem &s = fa8_smem_struct<Smem>(smem_raw);
   /* causal: the longest query tiles first, so the short ones fill the last wave */
   const int m0 = (CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * BM, h = blockIdx.y, b = blockIdx.z;
   const int kh = h / (a.H / a.Hkv), diag = a.Sk - a.Sq;

@@ -15,6 +15,15 @@
 
 #define FA8_CHUNK 64   /* bytes of K per swizzle chunk (CU_TENSOR_MAP_SWIZZLE_64B) */
 
+/* The kernel's shared-memory struct at the dynamic shared-memory base rounded up to 1024 bytes (what the
+ * swizzled TMA chunks need). The offset is added to the __shared__ array itself, not through an integer cast:
+ * the compiler then still knows the pointer is shared, so the row data the consumers read per element loads with
+ * LDS instead of generic LD.E through the L1TEX path (the backward had 62 of those per tile). */
+template <class T> __device__ __forceinline__ T &fa8_smem_struct(uint8_t *raw) {
+  const uint32_t a = (uint32_t)__cvta_generic_to_shared(raw);
+  return *reinterpret_cast<T *>(__builtin_assume_aligned(raw + ((1024u - (a & 1023u)) & 1023u), 1024));
+}
+
 /* ---- mbarriers ---- */
 __device__ __forceinline__ void fa8_mbar_init(uint64_t *b, unsigned count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(fa8_smem_addr(b)), "r"(count) : "memory");

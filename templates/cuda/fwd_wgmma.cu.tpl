@@ -116,6 +116,7 @@ struct Consumer {
   int cw, h, b, kh, diag, m0, lane, t;
   int row[2];
   float qs[2], m[2], l[2], f_prev, cl2e;
+  float ks_next, vs_next;   /* the next tile's K and V scales, loaded ahead (see load_scales) */
   float acc[DV / 2], sacc[BN / 2];
   uint32_t pa[BN / 32][4], ra[BN / 32][4];   /* P^, and R^ (split) as A fragments */
 
@@ -138,6 +139,13 @@ struct Consumer {
     f_prev = 1.0f;
   }
 
+  /* The K and V scales of the tile at key n0, loaded before the warpgroup waits for its GEMMs: read at the top
+   * of softmax, these global loads (and the scale-block division) sat on the critical path of every tile. */
+  __device__ __forceinline__ void load_scales(int n0) {
+    ks_next = fa8_scale_at(a.k_scale, b, kh, n0);
+    vs_next = fa8_scale_at(a.v_scale, b, kh, n0);
+  }
+
   /* S = Q K^t for the key tile in stage st (asynchronous: committed, not waited) */
   __device__ __forceinline__ void qk_issue(int st) {
     fa8_wgmma_fence();
@@ -156,10 +164,10 @@ struct Consumer {
       wgmma_pv(d, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), !fresh || k > 0);
     fa8_wgmma_commit();
   }
-  /* logits of the tile at key n0 (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
+  /* logits of the tile at key n0 (in sacc; its scales already in ks_next / vs_next) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
    * factor the accumulator must take before this tile's product joins it; l and m updated */
   __device__ __forceinline__ void softmax(int n0, float (&rescale)[2]) {
-    const float ks = fa8_scale_at(a.k_scale, b, kh, n0), vs = fa8_scale_at(a.v_scale, b, kh, n0);
+    const float ks = ks_next, vs = vs_next;
     const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
     /* the max runs on the raw accumulator (mul > 0, and rounding is monotonic, so max(S) mul == max(S mul)
      * exactly); P takes one FFMA per logit below instead of a multiply and a subtract */
@@ -167,8 +175,16 @@ struct Consumer {
     /* only tiles that cross the sequence ends or the causal diagonal need the mask */
     const bool inside = fa8_block_visible(m0 + cw * 64, m0 + 64 * (cw + 1), n0 + BN, a.Sq, a.Sk, diag, CAUSAL);
     if (inside) {
+      /* four partial maxima per row: a chain of BN/8 dependent FMNMX instead of BN/2 */
+      float mp[2][4];
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sacc[i]);
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) mp[r][u] = -INFINITY;
+#pragma unroll
+      for (int i = 0; i < BN / 2; ++i) mp[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mp[(i >> 1) & 1][(i >> 2) & 3], sacc[i]);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) mx[r] = fmaxf(fmaxf(mp[r][0], mp[r][1]), fmaxf(mp[r][2], mp[r][3]));
     } else {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
@@ -191,14 +207,18 @@ struct Consumer {
     f_prev = f_cur;
     /* P = exp2(t - m), P^ = e4m3(P 2^8); split: R^ = e4m3((P - P^/2^8) 2^12) */
     if (inside) {
-      /* every logit of the tile is finite, so is the running max: no tests, one FFMA and one MUFU per logit */
+      /* every logit of the tile is finite, so is the running max: no tests, one FFMA and one MUFU per logit;
+       * the row sum in two partial sums (shorter dependent FADD chain) */
+      float lp[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } };
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const int r = (i >> 1) & 1;
         const float p = fa8_exp2_ftz(fmaf(sacc[i], mul[r], -m[r]));
-        l[r] += p;
+        lp[r][(i >> 2) & 1] += p;
         sacc[i] = p * P_SCALE;
       }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) l[r] += lp[r][0] + lp[r][1];
     } else {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
@@ -217,7 +237,7 @@ struct Consumer {
 __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constant__ Params prm) {
   const fa8_fwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
-  Smem &s = *reinterpret_cast<Smem *>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~(uintptr_t)1023);
+  Smem &s = fa8_smem_struct<Smem>(smem_raw);
   const int mt = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;   /* causal: longest tiles first */
   const int h = blockIdx.y, b = blockIdx.z;
   const int kh = h / (a.H / a.Hkv), m0 = mt * BM, diag = a.Sk - a.Sq;
@@ -263,6 +283,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
        * pre-scaled by 2^4 so that R^ V^ lands first, then P^ V^ (the portable path's order). */
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES;
+        c.load_scales(it * BN);
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
         c.qk_issue(st);
         fa8_wgmma_wait<0>();
@@ -355,6 +376,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         }
       };
       if (PINGPONG && cw == 1) fa8_named_arrive(1, 256);   /* warpgroup 0 goes first */
+      c.load_scales(0);
       fa8_mbar_wait(&s.full[0], 0);
       turn_wait();
       c.qk_issue(0);
@@ -366,6 +388,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
       after_softmax(0, rescale, true);   /* O is still 0: no rescale */
       for (int it = 1; it < ntiles; ++it) {
         const int st = it % STAGES, sp = (it - 1) % STAGES;
+        c.load_scales(it * BN);
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
         turn_wait();
         c.qk_issue(st);
