@@ -221,7 +221,7 @@ static fa8_tensor row_view(float *x, int64_t H, int64_t S) {
 void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *pp, fa8_fwd_tensors *fp, fa8_bwd_tensors *bp) {
   fa8_problem p = d->cfg.p;
   p.delta = mode;
-  p.collect_stats = 1;
+  p.collect_stats = !d->cfg.stats_off;
   if (d->cfg.quantize_off) p.fmt_qkv = p.fmt_grad = FA8_FMT_F32;
   const int64_t Sq = p.seqlen_q, Sk = p.seqlen_k, H = p.heads, Hkv = p.kv_heads;
   const int gpu = d->g.on;
@@ -246,7 +246,7 @@ void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *pp, fa8_fwd_tensors *f
   b.dq = seq_view(BUF(dq), FA8_DTYPE_F32, Sq, H, p.hdim_qk);
   b.dk = seq_view(BUF(dk), FA8_DTYPE_F32, Sk, Hkv, p.hdim_qk);
   b.dv = seq_view(BUF(dv), FA8_DTYPE_F32, Sk, Hkv, p.hdim_v);
-  b.stats = &d->stats;
+  b.stats = d->cfg.stats_off ? NULL : &d->stats;
 #undef BUF
   *pp = p; *fp = f; *bp = b;
 }

@@ -12,6 +12,7 @@ typedef struct {
   int32_t scale_rows;          /* quantizer block rows for Q, K, V, dO (0: per-tensor) */
   int32_t pow2_scales;
   int32_t quantize_off;        /* test-only: operands stay FP32 (the f32 pseudo-format), scales 1 */
+  int32_t stats_off;           /* test-only: no row statistics, so the GPU runs its timed kernel variants */
 } h_config;
 
 typedef struct {

@@ -48,7 +48,7 @@ __device__ __forceinline__ void accumulate(const float (&sacc)[BM / 2], const fl
     const int kr = key + 8 * rr;
     const bool vis = !MASK || fa8_visible(row, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
     float p, dpv;
-    fa8_p_dp(sacc[i], dacc[i], r, ql, ks, vs[rr], cl2e, vis, p, dpv);
+    fa8_p_dp<MASK>(sacc[i], dacc[i], r, ql, ks, vs[rr], cl2e, vis, p, dpv);
     acc[j] += p * dpv;
     psum[j] += p;
   }

@@ -120,11 +120,28 @@ __device__ __forceinline__ void fa8_quad_to_a(uint32_t x01, uint32_t x23, uint32
   hi = __byte_perm(c, d, sel);
 }
 
+/* ---- TMA reduce (shared -> global add), bulk groups ---- */
+/* global += one box of shared memory (the map's element type, FP32 here), tracked by this thread's bulk group */
+__device__ __forceinline__ void fa8_tma_reduce_add(const CUtensorMap *map, const void *src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+               ::"l"((uint64_t)map), "r"(fa8_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
+__device__ __forceinline__ void fa8_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/* at most N of this thread's bulk groups still read their shared-memory source */
+template <int N> __device__ __forceinline__ void fa8_bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+template <int N> __device__ __forceinline__ void fa8_bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+/* Byte offset of (row, byte k) in a [rows][128-byte] box written with the 128-byte swizzle (TMA's
+ * CU_TENSOR_MAP_SWIZZLE_128B): 16-byte unit bits 4-6 ^= row bits 0-2. */
+__device__ __forceinline__ int fa8_swz128(int row, int k) { return row * 128 + (k ^ ((row & 7) << 4)); }
+
 /* ---- host: tensor maps ---- */
-/* A 4-D FP8 tensor map (dims innermost first, byte strides of dims 1..3) with boxes of [FA8_CHUNK][rows]
- * and the 64-byte swizzle. Returns 0 or a cudaError_t code. */
-static inline int fa8_tma_map(CUtensorMap *map, const void *base, const uint64_t dims[4], const uint64_t strides[3],
-                              uint32_t rows) {
+/* A 4-D tensor map (dims innermost first, byte strides of dims 1..3) with boxes of [inner][rows]. Returns 0 or
+ * a cudaError_t code. */
+static inline int fa8_tma_encode(CUtensorMap *map, CUtensorMapDataType type, const void *base, const uint64_t dims[4],
+                                 const uint64_t strides[3], uint32_t inner, uint32_t rows, CUtensorMapSwizzle swizzle) {
   typedef CUresult (*encode_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *, const cuuint64_t *,
                                 const cuuint64_t *, const cuuint32_t *, const cuuint32_t *, CUtensorMapInterleave,
                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
@@ -139,11 +156,20 @@ static inline int fa8_tma_map(CUtensorMap *map, const void *base, const uint64_t
   }
   const cuuint64_t gd[4] = { dims[0], dims[1], dims[2], dims[3] };
   const cuuint64_t gs[3] = { strides[0], strides[1], strides[2] };
-  const cuuint32_t box[4] = { FA8_CHUNK, rows, 1, 1 }, es[4] = { 1, 1, 1, 1 };
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 4, const_cast<void *>(base), gd, gs, box, es,
-                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const cuuint32_t box[4] = { inner, rows, 1, 1 }, es[4] = { 1, 1, 1, 1 };
+  const CUresult r = encode(map, type, 4, const_cast<void *>(base), gd, gs, box, es, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? 0 : (int)cudaErrorInvalidValue;
+}
+/* FP8 operands: boxes of [FA8_CHUNK][rows] bytes, 64-byte swizzle */
+static inline int fa8_tma_map(CUtensorMap *map, const void *base, const uint64_t dims[4], const uint64_t strides[3],
+                              uint32_t rows) {
+  return fa8_tma_encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, base, dims, strides, FA8_CHUNK, rows, CU_TENSOR_MAP_SWIZZLE_64B);
+}
+/* FP32 (dQ's reduce target): boxes of [32 floats][rows], 128-byte swizzle */
+static inline int fa8_tma_map_f32(CUtensorMap *map, const void *base, const uint64_t dims[4], const uint64_t strides[3],
+                                  uint32_t rows) {
+  return fa8_tma_encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, base, dims, strides, 32, rows, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 
 #endif

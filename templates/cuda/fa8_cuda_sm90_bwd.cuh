@@ -96,11 +96,17 @@ struct fa8_qrows {
 };
 
 /* P_ij and dP^_ij (scaled) from the recomputed accumulators, element i of this thread: the backward's and the
- * prep's arithmetic, one definition. key/row are absolute indices; ks/vs the key's scales. */
+ * prep's arithmetic, one definition. key/row are absolute indices; ks/vs the key's scales. MASK: the tile
+ * crosses a sequence end or the causal diagonal, so `vis` and an empty row (LSE -inf) are tested; inside the
+ * mask every row has a visible key (finite LSE) and the element is one FMUL chain and one MUFU. exp2 flushes
+ * denormal results (ex2.approx.ftz): exp2f's denormal path costs a compare and two multiplies per element, and
+ * no FP8 probability can hold a denormal. */
+template <bool MASK = true>
 __device__ __forceinline__ void fa8_p_dp(float s, float d, const fa8_qrows &r, int ql, float ks, float vs, float cl2e,
                                          bool vis, float &p, float &dpv) {
   const float tt = s * ((r.qs[ql] * ks) * cl2e);
-  p = (!vis || r.lse2[ql] == -INFINITY) ? 0.0f : exp2f(tt - r.lse2[ql]);
+  const float e = fa8_exp2_ftz(tt - r.lse2[ql]);
+  p = MASK && (!vis || r.lse2[ql] == -INFINITY) ? 0.0f : e;
   dpv = d * (r.dos[ql] * vs);
 }
 

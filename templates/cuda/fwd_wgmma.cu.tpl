@@ -28,6 +28,7 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   uint8_t q[QCH][BM * FA8_CHUNK];
   uint8_t k[STAGES][QCH][BN * FA8_CHUNK];
   uint8_t vt[STAGES][VCH][DV * FA8_CHUNK];
+  float kvs[STAGES][2];   /* the stage's K and V scales, written by the producer before its arrive */
   uint64_t q_full, full[STAGES], empty[STAGES];
 };
 constexpr unsigned KV_BYTES = BN * DQK + DV * BN;
@@ -116,7 +117,6 @@ struct Consumer {
   int cw, h, b, kh, diag, m0, lane, t;
   int row[2];
   float qs[2], m[2], l[2], f_prev, cl2e;
-  float ks_next, vs_next;   /* the next tile's K and V scales, loaded ahead (see load_scales) */
   float acc[DV / 2], sacc[BN / 2];
   uint32_t pa[BN / 32][4], ra[BN / 32][4];   /* P^, and R^ (split) as A fragments */
 
@@ -139,13 +139,6 @@ struct Consumer {
     f_prev = 1.0f;
   }
 
-  /* The K and V scales of the tile at key n0, loaded before the warpgroup waits for its GEMMs: read at the top
-   * of softmax, these global loads (and the scale-block division) sat on the critical path of every tile. */
-  __device__ __forceinline__ void load_scales(int n0) {
-    ks_next = fa8_scale_at(a.k_scale, b, kh, n0);
-    vs_next = fa8_scale_at(a.v_scale, b, kh, n0);
-  }
-
   /* S = Q K^t for the key tile in stage st (asynchronous: committed, not waited) */
   __device__ __forceinline__ void qk_issue(int st) {
     fa8_wgmma_fence();
@@ -164,10 +157,10 @@ struct Consumer {
       wgmma_pv(d, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), !fresh || k > 0);
     fa8_wgmma_commit();
   }
-  /* logits of the tile at key n0 (in sacc; its scales already in ks_next / vs_next) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
+  /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
    * factor the accumulator must take before this tile's product joins it; l and m updated */
-  __device__ __forceinline__ void softmax(int n0, float (&rescale)[2]) {
-    const float ks = ks_next, vs = vs_next;
+  __device__ __forceinline__ void softmax(int n0, int st, float (&rescale)[2]) {
+    const float ks = s.kvs[st][0], vs = s.kvs[st][1];
     const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
     /* the max runs on the raw accumulator (mul > 0, and rounding is monotonic, so max(S) mul == max(S mul)
      * exactly); P takes one FFMA per logit below instead of a multiply and a subtract */
@@ -266,6 +259,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES, n0 = it * BN;
         if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
+        /* the tile's scales travel with the stage: the producer's arrive below releases these stores, so the
+         * consumers read them from shared memory instead of waiting on global loads (and the scale-block
+         * division) at the top of every softmax */
+        s.kvs[st][0] = fa8_scale_at(a.k_scale, b, kh, n0);
+        s.kvs[st][1] = fa8_scale_at(a.v_scale, b, kh, n0);
         fa8_mbar_expect_tx(&s.full[st], KV_BYTES);
         for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[st][c], &prm.tk, &s.full[st], c * FA8_CHUNK, n0, kh, b);
         for (int c = 0; c < VCH; ++c) fa8_tma_load(s.vt[st][c], &prm.tvt, &s.full[st], n0 + c * FA8_CHUNK, 0, kh, b);
@@ -283,13 +281,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
        * pre-scaled by 2^4 so that R^ V^ lands first, then P^ V^ (the portable path's order). */
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES;
-        c.load_scales(it * BN);
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
         c.qk_issue(st);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.sacc);
         float rescale[2];
-        c.softmax(it * BN, rescale);
+        c.softmax(it * BN, st, rescale);
         constexpr float UP = REM_SCALE / P_SCALE;
 #pragma unroll
         for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
@@ -301,6 +298,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         c.pv_issue(c.acc, c.pa, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
+        __syncwarp();   /* orders every lane's reads of the stage (kvs) before the release */
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
       }
     } else {
@@ -376,7 +374,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         }
       };
       if (PINGPONG && cw == 1) fa8_named_arrive(1, 256);   /* warpgroup 0 goes first */
-      c.load_scales(0);
       fa8_mbar_wait(&s.full[0], 0);
       turn_wait();
       c.qk_issue(0);
@@ -384,11 +381,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
       fa8_wgmma_wait<0>();
       fa8_fence_regs(c.sacc);
       float rescale[2];
-      c.softmax(0, rescale);
+      c.softmax(0, 0, rescale);
       after_softmax(0, rescale, true);   /* O is still 0: no rescale */
       for (int it = 1; it < ntiles; ++it) {
         const int st = it % STAGES, sp = (it - 1) % STAGES;
-        c.load_scales(it * BN);
         fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
         turn_wait();
         c.qk_issue(st);
@@ -397,8 +393,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.sacc);
         pv_join(rescale);
+        __syncwarp();   /* orders every lane's reads of the stage (kvs) before the release */
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
-        c.softmax(it * BN, rescale);
+        c.softmax(it * BN, st, rescale);
         after_softmax(st, rescale, false);
       }
       const int sl = (ntiles - 1) % STAGES;
@@ -407,6 +404,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
       turn_pass();
       fa8_wgmma_wait<0>();
       pv_join(rescale);
+      __syncwarp();
       if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
       if (PINGPONG && cw == 0) fa8_named_sync(1, 256);   /* consume warpgroup 1's last hand-over */
     }
