@@ -36,6 +36,8 @@ constexpr unsigned KV_BYTES = BN * DQK + DV * BN;
 struct Params {
   fa8_fwd_args a;
   CUtensorMap tq, tk, tvt;
+  /* the outputs' column pairs are aligned for one 32-bit (BF16) / 64-bit (FP32) store: base and strides */
+  int o_pairs, rem_pairs, of_pairs;
 };
 
 /* S (64 x BN per warpgroup) += Q (smem) K^t (smem), one k-step of 32 */
@@ -160,7 +162,12 @@ struct Consumer {
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
    * factor the accumulator must take before this tile's product joins it; l and m updated */
   __device__ __forceinline__ void softmax(int n0, int st, float (&rescale)[2]) {
-    const float ks = s.kvs[st][0], vs = s.kvs[st][1];
+    /* lane 0 reads the stage's scales and broadcasts them: only the lane that releases the stage (its arrive on
+     * `empty`) reads this producer-written data, so the release orders every read of it (compute-sanitizer's
+     * racecheck flags reads by the other lanes, whose order a __syncwarp does not give it) */
+    float2 kv = make_float2(0.0f, 0.0f);
+    if (lane == 0) kv = *reinterpret_cast<const float2 *>(&s.kvs[st][0]);
+    const float ks = __shfl_sync(0xffffffffu, kv.x, 0), vs = __shfl_sync(0xffffffffu, kv.y, 0);
     const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
     /* the max runs on the raw accumulator (mul > 0, and rounding is monotonic, so max(S) mul == max(S mul)
      * exactly); P takes one FFMA per logit below instead of a multiply and a subtract */
@@ -298,7 +305,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         c.pv_issue(c.acc, c.pa, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
-        __syncwarp();   /* orders every lane's reads of the stage (kvs) before the release */
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
       }
     } else {
@@ -393,7 +399,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.sacc);
         pv_join(rescale);
-        __syncwarp();   /* orders every lane's reads of the stage (kvs) before the release */
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
         c.softmax(it * BN, st, rescale);
         after_softmax(st, rescale, false);
@@ -404,7 +409,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
       turn_pass();
       fa8_wgmma_wait<0>();
       pv_join(rescale);
-      __syncwarp();
       if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
       if (PINGPONG && cw == 0) fa8_named_sync(1, 256);   /* consume warpgroup 1's last hand-over */
     }
@@ -421,17 +425,26 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
     uint16_t *o = (uint16_t *)a.o.ptr + (int64_t)b * a.o.sb + (int64_t)row[r] * a.o.ss + (int64_t)h * a.o.sh;
     float *of = a.o_f32.ptr ? (float *)a.o_f32.ptr + (int64_t)b * a.o_f32.sb + (int64_t)row[r] * a.o_f32.ss + (int64_t)h * a.o_f32.sh : nullptr;
     uint16_t *orem = SPLIT ? (uint16_t *)a.o_rem.ptr + (int64_t)b * a.o_rem.sb + (int64_t)row[r] * a.o_rem.ss + (int64_t)h * a.o_rem.sh : nullptr;
+    /* a thread holds column pairs (2t, 2t+1) of each 8-column chunk: one store per pair where the layout keeps
+     * pairs aligned (the narrow element stores made the epilogue 10 % of the forward's stall samples, LSU
+     * throttled, with nothing left to overlap it) */
 #pragma unroll
-    for (int dt = 0; dt < DV / 8; ++dt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {   /* element stores: user strides need not keep pairs aligned */
-        const int col = dt * 8 + 2 * t + e;
-        const float ov = acc[4 * dt + 2 * r + e] * scale;
-        const uint16_t ob = fa8_bf16_from_f32(ov);
-        o[col] = ob;
-        if (of) of[col] = ov;
-        if (SPLIT) orem[col] = fa8_bf16_from_f32(ov - fa8_f32_from_bf16(ob));
+    for (int dt = 0; dt < DV / 8; ++dt) {
+      const int col = dt * 8 + 2 * t;
+      const float v0 = acc[4 * dt + 2 * r] * scale, v1 = acc[4 * dt + 2 * r + 1] * scale;
+      const uint16_t b0 = fa8_bf16_from_f32(v0), b1 = fa8_bf16_from_f32(v1);
+      if (prm.o_pairs) *reinterpret_cast<uint32_t *>(o + col) = (uint32_t)b0 | ((uint32_t)b1 << 16);
+      else { o[col] = b0; o[col + 1] = b1; }
+      if (of) {
+        if (prm.of_pairs) *reinterpret_cast<float2 *>(of + col) = make_float2(v0, v1);
+        else { of[col] = v0; of[col + 1] = v1; }
       }
+      if (SPLIT) {
+        const uint16_t r0 = fa8_bf16_from_f32(v0 - fa8_f32_from_bf16(b0)), r1 = fa8_bf16_from_f32(v1 - fa8_f32_from_bf16(b1));
+        if (prm.rem_pairs) *reinterpret_cast<uint32_t *>(orem + col) = (uint32_t)r0 | ((uint32_t)r1 << 16);
+        else { orem[col] = r0; orem[col + 1] = r1; }
+      }
+    }
     if (t == 0) a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = lsum > 0.0f ? (m[r] + log2f(lsum)) * FA8_LN2 : -INFINITY;
   }
 }
@@ -452,6 +465,12 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   if (!e) e = fa8_tma_map(&prm.tk, a.k.ptr, dk, sk, BN);
   if (!e) e = fa8_tma_map(&prm.tvt, a.vt.ptr, dv, sv, DV);
   if (e) return e;
+  auto pairs = [](const fa8_ten &x, int elem) {   /* element strides even, base aligned to a pair */
+    return (uintptr_t)x.ptr % (2 * elem) == 0 && ((x.sb | x.ss | x.sh) & 1) == 0;
+  };
+  prm.o_pairs = pairs(a.o, 2);
+  prm.rem_pairs = a.o_rem.ptr && pairs(a.o_rem, 2);
+  prm.of_pairs = a.o_f32.ptr && pairs(a.o_f32, 4);
   const size_t smem = sizeof(Smem) + 1024;
   cudaError_t ce = cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
