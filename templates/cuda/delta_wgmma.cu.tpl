@@ -15,7 +15,6 @@ namespace {
 constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warps), STAGES = $(t.stages);
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");
-constexpr float P_SCALE_LOG2 = $(P_SCALE_LOG2);   /* P comes out scaled for its cast (fa8_lse2_row): delta is a ratio */
 
 #if $(MODE_MATCHED)
 constexpr int CONSUMERS = WARPS / 4 - 1;
@@ -49,7 +48,7 @@ __device__ __forceinline__ void accumulate(const float (&sacc)[BM / 2], const fl
     const int kr = key + 8 * rr;
     const bool vis = !MASK || fa8_visible(row, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
     float p, dpv;
-    fa8_p_dp<MASK>(sacc[i], dacc[i], fa8_logit_factor(r.qs[ql], ks, cl2e), r.lse2[ql], r.dos[ql] * vs[rr], vis, p, dpv);
+    fa8_p_dp<MASK>(sacc[i], dacc[i], r, ql, ks, vs[rr], cl2e, vis, p, dpv);
     acc[j] += p * dpv;
     psum[j] += p;
   }
@@ -86,7 +85,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
         const bool ok = row < a.Sq;
         s.rows.qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
         s.rows.dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
-        s.rows.lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
+        s.rows.lse2[i] = ok ? a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row] * FA8_LOG2E : -INFINITY;
         s.rows.delta[i] = 0.0f;
       }
       fa8_mbar_arrive(&s.q_full);
