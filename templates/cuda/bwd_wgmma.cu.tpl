@@ -26,6 +26,7 @@ static_assert(BN == 64 * CONSUMERS, "each consumer warpgroup owns 64 keys");
 static_assert(DQK % FA8_CHUNK == 0 && DV % FA8_CHUNK == 0, "operands come in 64-byte swizzle chunks");
 static_assert(DQK <= 256 && DV <= 256 && NQ % 8 == 0 && NQ * CONSUMERS == DQK, "wgmma N");
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS <= 2 ? 240 : 160;
+static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 /* dQ by TMA reduce-add: each warpgroup stages its 64 x NQ fragment in [64][32-float] slabs (128-byte swizzle,
  * double-buffered) and one thread adds them to dQ in L2; without it (NQ not a multiple of 32) FP32 atomics */
 constexpr bool DQ_STAGED = NQ % 32 == 0;

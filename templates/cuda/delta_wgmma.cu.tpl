@@ -21,6 +21,7 @@ constexpr int CONSUMERS = WARPS / 4 - 1;
 constexpr int QCH = DQK / FA8_CHUNK, VCH = DV / FA8_CHUNK;
 static_assert(BM == 64 && BN == 64 * CONSUMERS, "the backward's tile: 64 queries, 64 keys per consumer warpgroup");
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS <= 2 ? 240 : 160;
+static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
 struct Smem {
   uint8_t q[QCH][BM * FA8_CHUNK], dout[VCH][BM * FA8_CHUNK];

@@ -91,6 +91,13 @@ __device__ __forceinline__ void fa8_named_arrive(int id, int threads) {
 /* ---- warpgroup register reallocation ---- */
 template <int R> __device__ __forceinline__ void fa8_regs_release() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
 template <int R> __device__ __forceinline__ void fa8_regs_claim() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
+/* setmaxnreg moves registers inside the CTA's launch allocation (THREADS x the per-thread count the launch bounds
+ * allow, in steps of 8), not the register file: what the consumers claim must be what the producer warpgroup
+ * gives up, or their setmaxnreg.inc waits forever (a producer at 32 next to two consumers at 240 hung the GPU
+ * suite, bench/NOTES.md). */
+template <int THREADS, int PRODUCER, int CONSUMER> constexpr bool fa8_regs_fit() {
+  return 128 * PRODUCER + (THREADS - 128) * CONSUMER <= THREADS * ((65536 / THREADS) / 8 * 8);
+}
 
 /* 2^x with denormal results flushed to zero: one MUFU.EX2. exp2f adds a range test and two multiplies per call
  * to produce denormal results, which no probability stored in FP8 (or summed into l) can use. */

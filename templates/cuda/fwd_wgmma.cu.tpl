@@ -23,6 +23,7 @@ static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 query rows"
 static_assert(DQK % FA8_CHUNK == 0 && BN % FA8_CHUNK == 0, "operands come in 64-byte swizzle chunks");
 static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
+static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
   uint8_t q[QCH][BM * FA8_CHUNK];
