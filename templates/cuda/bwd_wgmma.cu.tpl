@@ -90,7 +90,7 @@ __device__ __forceinline__ void dq_add(const fa8_bwd_args &a, int vec, int b, in
 }
 
 /* dQ += this warpgroup's fragment through shared memory: every thread writes its (row, column pair) values into
- * the 128-byte-swizzled slabs of buffer `buf` (two wavefronts per 8-byte store), the warpgroup syncs, and one
+ * the 128-byte-swizzled slabs of one `stage` buffer (two wavefronts per 8-byte store), the warpgroup syncs, and one
  * thread issues the TMA reduce-adds (rows past Sq are clipped by the tensor map) and commits them as a bulk group.
  * Against the float4 atomics (ncu: 19 % of the backward's stall samples, in the shuffles that pair the lanes'
  * columns and the 8 atomics' address math) this is 16 shared stores per thread. The buffer written at tile j
