@@ -1155,6 +1155,14 @@ Test(gen, line_root_prefixes_directives) {
         "end\n");
 }
 
+/* a --line-root without the templates under it would write #line paths that name nothing: refused, named */
+Test(gen, line_root_must_hold_the_templates) {
+    const char *bad = tmp_path("no-such-root");
+    proc p = fa8("gen --target cpu --profile minimal --kernels 'fa8_fwd_*' --line-root '%s' --out '%s'", bad, tmp_path("lines-bad"));
+    cr_assert_eq(p.code, 2, "exit %d, stderr: %s", p.code, p.err);
+    cr_assert(strstr(p.err, bad) && strstr(p.err, "no templates/ directory"), "%s", p.err);
+}
+
 Test(gen, line_directives_survive_lua_loops) {
     /* a template in a scratch root: loops, a conditional, Lua lines between literal runs */
     char tdir[1024];

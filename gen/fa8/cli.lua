@@ -115,6 +115,9 @@ function M.main(argv)
         for _, n in ipairs(generate.list_outputs(res)) do print(n) end
         return
       end
+      if args.line_root and not require("pl.path").isdir(args.line_root .. "/templates") then
+        error(("gen --line-root '%s': no templates/ directory there (pass the fa8 source root)"):format(args.line_root), 0)
+      end
       emit.line_root = args.line_root
       local meta = meta_for(args, reg, argv)
       local files = generate.run(res, { out = args.out, depfile = args.depfile, bundle_files = not args.no_bundle_files }, meta)
