@@ -70,6 +70,7 @@ local function template_env(c)
     -- P is cast to e4m3 under fixed power-of-two scales; quantization off (f32) leaves it uncast
     P_FMT = f.fmt == "f32" and "FA8_FMT_F32" or "FA8_FMT_" .. schema.p_convention(f.fmt).p_fmt:upper(),
     P_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).p_scale_log2),
+    P_SCALE_LOG2 = ("%d.0f"):format(schema.p_convention(f.fmt).p_scale_log2),
     REM_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).rem_scale_log2),
     OPND_BYTES = f.fmt == "f32" and 4 or 1,
     HIP_THREADS = c.target.backend == "hip" and hip_threads(c) or nil,

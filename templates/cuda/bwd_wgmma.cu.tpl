@@ -19,12 +19,14 @@ constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warp
 constexpr int CONSUMERS = WARPS / 4 - 1, NQ = $(NQ);
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");
-constexpr float P_SCALE = $(P_SCALE);
+constexpr float P_SCALE = $(P_SCALE), P_SCALE_LOG2 = $(P_SCALE_LOG2);
 constexpr int QCH = DQK / FA8_CHUNK, VCH = DV / FA8_CHUNK, KCH = BN / FA8_CHUNK;
 static_assert(BM == 64, "the query tile is the N of the S^t recomputation (64)");
 static_assert(BN == 64 * CONSUMERS, "each consumer warpgroup owns 64 keys");
 static_assert(DQK % FA8_CHUNK == 0 && DV % FA8_CHUNK == 0, "operands come in 64-byte swizzle chunks");
 static_assert(DQK <= 256 && DV <= 256 && NQ % 8 == 0 && NQ * CONSUMERS == DQK, "wgmma N");
+/* setmaxnreg moves registers inside the CTA's launch allocation (168 x 384): the producer must give up exactly
+ * what the consumers take; 32 here hung the GPU suite (consumers' setmaxnreg.inc never returned) */
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS <= 2 ? 240 : 160;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 /* dQ by TMA reduce-add: each warpgroup stages its 64 x NQ fragment in [64][32-float] slabs (128-byte swizzle,
@@ -167,12 +169,12 @@ __device__ __forceinline__ void add_diag(double (&sd)[5][BM], const float (&p)[B
   for (int i = 0; i < BM / 2; ++i) {
     const int ql = fa8_acc_col(i);
     const double post = (double)fa8_dec<FMT_GRAD>(fa8_cvt<FMT_GRAD>(dsv[i] * down)) * up;
-    const double pd = (double)p[i] * r.delta[ql];
-    atomicAdd(&sd[0][ql], (double)dsv[i]);
+    const double pre = (double)dsv[i] * (1.0 / P_SCALE), pd = (double)p[i] * (1.0 / P_SCALE) * r.delta[ql];   /* exact */
+    atomicAdd(&sd[0][ql], pre);
     atomicAdd(&sd[1][ql], post);
-    atomicAdd(&sd[2][ql], fabs((double)dsv[i]));
+    atomicAdd(&sd[2][ql], fabs(pre));
     atomicAdd(&sd[3][ql], fabs(post));
-    atomicAdd(&sd[4][ql], fabs((double)dsv[i] + pd) + fabs(pd));
+    atomicAdd(&sd[4][ql], fabs(pre + pd) + fabs(pd));
   }
 }
 __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_args &a, int b, int h, int m0) {
@@ -187,16 +189,17 @@ __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_ar
 }
 
 /* P and dS = P (dP^ - delta) of this thread's elements, in place (sacc <- P, dacc <- dS), and their largest |dS|;
- * MASK: the tile crosses a sequence end or the causal diagonal */
+ * both scaled by P's cast scale (fa8_lse2_row: P^ is cvt(P) then, and dS's tile exponent absorbs the scale, a
+ * power of two). MASK: the tile crosses a sequence end or the causal diagonal */
 template <bool MASK>
 __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a,
-                                        int m0, int key0, int n0, float ks, const float *vs, float cl2e, float &amax) {
+                                        int m0, int key0, int n0, const float *vs, float &amax) {
 #pragma unroll
   for (int i = 0; i < BM / 2; ++i) {
     const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), kr = key0 + 8 * rr;
     const bool vis = !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
     float p, dpv;
-    fa8_p_dp<MASK>(sacc[i], dacc[i], r, ql, ks, vs[kr - n0], cl2e, vis, p, dpv);
+    fa8_p_dp<MASK>(sacc[i], dacc[i], r.qk[ql], r.lse2[ql], r.dos[ql] * vs[kr - n0], vis, p, dpv);
     const float dsv = p * (dpv - r.delta[ql]);
     sacc[i] = p;
     dacc[i] = dsv;
@@ -213,7 +216,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
   const int group = a.H / a.Hkv, diag = a.Sk - a.Sq;
   const int m_first = CAUSAL ? (max(0, n0 - diag) / BM) * BM : 0;
-  const int ntiles = a.Sq > m_first ? (a.Sq - m_first + BM - 1) / BM : 0;   /* query tiles per head */
+  /* query tiles per head, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d=64) */
+  auto query_tiles = [&]() {
+    int sq = a.Sq;
+    asm volatile("" : "+r"(sq));   /* recomputed after the fork, not carried across it */
+    return sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
+  };
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -239,9 +247,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       for (int c = 0; c < KCH; ++c) fa8_tma_load(s.kt[c], &prm.tkt, &s.kv_full, n0 + c * FA8_CHUNK, 0, kh, b);
     }
     if (threadIdx.x != 0 && warp != 1) return;
+    const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, kh, n0), a.softmax_scale * FA8_LOG2E);
     int it = 0;
     for (int h = kh * group; h < (kh + 1) * group; ++h)
-      for (int mt = 0; mt < ntiles; ++mt, ++it) {
+      for (int mt = 0, ntiles = query_tiles(); mt < ntiles; ++mt, ++it) {
         const int st = it % STAGES, m0 = m_first + mt * BM;
         if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
         if (threadIdx.x == 0) {
@@ -252,12 +261,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
           fa8_tma_load(s.dot[st], &prm.tdot, &s.full[st], m0, 0, h, b);
         } else {
           fa8_qrows &r = s.rows[st];
+#pragma unroll 1   /* one row at a time: this warp runs in the producer's 24 registers */
           for (int i = lane; i < BM; i += 32) {
             const int row = m0 + i;
             const bool ok = row < a.Sq;
             r.qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
             r.dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
-            r.lse2[i] = ok ? a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row] * FA8_LOG2E : -INFINITY;
+            r.lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
+            r.qk[i] = fa8_logit_factor(r.qs[i], kc);
             r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
           }
           fa8_mbar_arrive(&s.full[st]);
@@ -268,7 +279,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
   fa8_regs_claim<CONSUMER_REGS>();
   const int cw = wg - 1, warp = (threadIdx.x % 128) >> 5, lane = threadIdx.x & 31;
-  const float c = a.softmax_scale, cl2e = c * FA8_LOG2E, ds_max = fa8_fmt_max(FMT_GRAD);
+  const float c = a.softmax_scale, ds_max = fa8_fmt_max(FMT_GRAD);
   /* K's scale is constant over the key tile (the dispatcher checks k.scale_rows against BLOCK_N); V's may vary
    * per key. Key indices are recomputed where used: registers are the scarce resource here. */
   const float ks_tile = fa8_scale_at(a.k_scale, b, kh, n0);
@@ -288,7 +299,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
   int it = 0;
   for (int h = kh * group; h < (kh + 1) * group; ++h)
-    for (int mt = 0; mt < ntiles; ++mt, ++it) {
+    for (int mt = 0, ntiles = query_tiles(); mt < ntiles; ++mt, ++it) {
       const int st = it % STAGES, m0 = m_first + mt * BM;
       fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
       const fa8_qrows &r = s.rows[st];
@@ -302,9 +313,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
        * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
       float amax = 0.0f;
       if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-        ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, ks_tile, s.vs, cl2e, amax);
+        ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
       else
-        ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, ks_tile, s.vs, cl2e, amax);
+        ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
       /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups */
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
@@ -314,7 +325,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 #pragma unroll
       for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
       const int e2 = fa8_tile_exponent(tmax, ds_max);
-      const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2);
+      /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
+      const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2) * (1.0f / P_SCALE);
       if constexpr (STATS) {
         add_diag(s.diag, sacc, dacc, r, down, up);
         fa8_named_sync(3, 128 * CONSUMERS);
@@ -339,10 +351,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
       /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
 #pragma unroll
-      for (int i = 0; i < BM / 2; ++i) {
-        sacc[i] *= P_SCALE;
-        dacc[i] *= down;
-      }
+      for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
       uint32_t pa[BM / 32][4], da[BM / 32][4];
       fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
       fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);

@@ -90,24 +90,32 @@ __device__ __forceinline__ void fa8_recompute_issue(float (&s)[32], float (&dp)[
   fa8_wgmma_commit();
 }
 
-/* Per-query row data of a 64-query tile, as both kernels read it: q and dO scales, LSE in log2 units, delta. */
+/* Per-query row data of a 64-query tile, as both kernels read it: q and dO scales, delta, and lse2: the LSE in
+ * log2 units less log2 of P's cast scale (fa8_lse2_row), so exp2(t - lse2) is P already scaled for its FP8 cast
+ * (no multiply per element). qk: the logit factor (q scale x k scale x c log2 e), filled by the backward's
+ * producer only (its K scale is one per CTA; the prep forms it per key tile). */
 struct fa8_qrows {
-  float qs[64], dos[64], lse2[64], delta[64];
+  float qs[64], dos[64], lse2[64], delta[64], qk[64];
 };
+/* the lse2 entry of a row with saved LSE `lse` (natural log): one definition for both producers */
+__device__ __forceinline__ float fa8_lse2_row(float lse, float p_scale_log2) { return lse * FA8_LOG2E - p_scale_log2; }
+/* the logit factor of a row: q scale x (k scale x c log2 e), in this order in both kernels (the backward's
+ * producer keeps one key factor for its CTA, the prep one per key tile) */
+__device__ __forceinline__ float fa8_key_factor(float ks, float cl2e) { return ks * cl2e; }
+__device__ __forceinline__ float fa8_logit_factor(float qs, float kc) { return qs * kc; }
 
-/* P_ij and dP^_ij (scaled) from the recomputed accumulators, element i of this thread: the backward's and the
- * prep's arithmetic, one definition. key/row are absolute indices; ks/vs the key's scales. MASK: the tile
- * crosses a sequence end or the causal diagonal, so `vis` and an empty row (LSE -inf) are tested; inside the
- * mask every row has a visible key (finite LSE) and the element is one FMUL chain and one MUFU. exp2 flushes
- * denormal results (ex2.approx.ftz): exp2f's denormal path costs a compare and two multiplies per element, and
- * no FP8 probability can hold a denormal. */
+/* P_ij (scaled by P's cast scale) and dP^_ij (scaled) from the recomputed accumulators, element i of this
+ * thread: the backward's and the prep's arithmetic, one definition, so both see bit-identical values. mul: the
+ * row's logit factor (fa8_logit_factor), lse2: its fa8_lse2_row, dsc: dO scale x V scale of the element. MASK:
+ * the tile crosses a sequence end or the causal diagonal, so `vis` and an empty row (LSE -inf) are tested;
+ * inside the mask every row has a visible key (finite LSE) and the element is one FFMA and one MUFU. exp2
+ * flushes denormal results (ex2.approx.ftz): exp2f's denormal path costs a compare and two multiplies per
+ * element, and no FP8 probability can hold a denormal. */
 template <bool MASK = true>
-__device__ __forceinline__ void fa8_p_dp(float s, float d, const fa8_qrows &r, int ql, float ks, float vs, float cl2e,
-                                         bool vis, float &p, float &dpv) {
-  const float tt = s * ((r.qs[ql] * ks) * cl2e);
-  const float e = fa8_exp2_ftz(tt - r.lse2[ql]);
-  p = MASK && (!vis || r.lse2[ql] == -INFINITY) ? 0.0f : e;
-  dpv = d * (r.dos[ql] * vs);
+__device__ __forceinline__ void fa8_p_dp(float s, float d, float mul, float lse2, float dsc, bool vis, float &p, float &dpv) {
+  const float e = fa8_exp2_ftz(fmaf(s, mul, -lse2));
+  p = MASK && (!vis || lse2 == -INFINITY) ? 0.0f : e;
+  dpv = d * dsc;
 }
 
 #endif
