@@ -9,6 +9,30 @@ local FP8, F32 = 1, 4
 -- Bytes of one operand element as the kernel stages it (FP8 codes; the CPU's f32 pseudo-format is 4 bytes).
 local function elt(fmt) return fmt == "f32" and F32 or FP8 end
 
+-- The Hopper backward's two layouts, told apart by the tile: 64 keys per consumer warpgroup (BLOCK_N = 64 x
+-- consumers, templates/cuda/bwd_wgmma) or one 64-key tile whose head dim the two consumer warpgroups split
+-- (BLOCK_N 64 with two of them, templates/cuda/bwd_wgmma_wide: d > 128, where dK + dV of 64 keys do not fit a
+-- warpgroup's registers). The matched delta prep follows its backward's layout (delta_wgmma's QSPLIT).
+function M.wgmma_bwd_hdim_split(t)
+  return t.pipeline == "wgmma" and t.warps == 12 and t.block_n == 64
+end
+
+-- templates/cuda/bwd_wgmma_wide's shared memory, exactly as its Smem struct lays it out, with `ts` buffers of
+-- Q^t / dO^t: K, V, K^t; the Q / dO ring (+ row data); Q^t, dO^t; P^t, dS^t, dS^; one dQ staging buffer per
+-- warpgroup (64 x qk/2 FP32); dS maxima, diagnostics (5 doubles per query), V scales, mbarriers; + 1024 slack.
+function M.wgmma_bwd_wide_smem(qk, v, bm, bn, st, ts)
+  return bn * (2 * qk + v) + st * bm * (qk + v) + ts * bm * (qk + v) + 3 * bm * bn + bm * qk * F32
+    + st * 5 * bm * F32 + 2 * 8 * F32 + 5 * bm * 8 + bn * F32 + 8 * (1 + 2 * st + 2 * ts) + 1024
+end
+
+-- Its Q^t / dO^t ring depth: two buffers where they fit the target's shared memory (d192, MLA), else one (d256:
+-- they are read last in a tile, so one buffer refills while the next tile's S^t / dP^t run).
+function M.wgmma_bwd_wide_tstages(cfg)
+  local f, t = cfg.functional, cfg.tuning
+  local fits = M.wgmma_bwd_wide_smem(f.hdim_qk, f.hdim_v, t.block_m, t.block_n, t.stages, 2) <= cfg.target.smem_bytes
+  return fits and 2 or 1
+end
+
 -- Resource model. GPU: shared memory per block and accumulator registers per thread; CPU: the per-thread
 -- working set of one tile step (decoded FP32 tiles), which should stay within L2.
 function M.resources(cfg)
@@ -58,12 +82,24 @@ function M.resources(cfg)
     -- dS^ fragments (bm/4), plus ~40 of addressing; the matched prep only S^t, dP^t and 2 x bm/4 row sums.
     local nc = math.max(t.warps // 4 - 1, 1)
     r.reg_budget = math.min(240, ((65536 - 128 * 24) // (nc * 128)) // 8 * 8)
-    if f.dir == "bwd" then
+    local split = M.wgmma_bwd_hdim_split(t)
+    if f.dir == "bwd" and split then
+      -- its producer keeps 40 registers (24 spilled there), so the consumers get 232
+      r.reg_budget = 232
+      -- bwd_wgmma_wide: dK (qk/4) and dV (v/4) per thread (a warpgroup holds 64 keys x half the head dim), then
+      -- S^t and dP^t of 64 keys x 32 queries (bm/4 each) or its dQ columns (64 x qk/2: qk/4), + ~40 of
+      -- addressing. Shared memory as the kernel lays it out (its static_assert checks the same sum).
+      r.smem_bytes = M.wgmma_bwd_wide_smem(qk, v, bm, bn, st, M.wgmma_bwd_wide_tstages(cfg)) - 1024
+      r.regs = qk // 4 + v // 4 + math.max(bm // 2, qk // 4) + 40
+    elseif f.dir == "bwd" then
       r.smem_bytes = bn * (2 * qk + v) * e + st * 2 * bm * (qk + v) * e + bn * bm * FP8 + st * 4 * bm * F32
       r.regs = qk // 2 + v // 2 + math.max(bm, qk // nc // 2 + bm // 4) + 40
     else
-      r.smem_bytes = bm * (qk + v) * e + st * bn * (qk + v) * e + 2 * 4 * nc * bm * F32 + 4 * bm * F32
-      r.regs = bm + bm // 2 + 40
+      -- the matched prep: QT = 2 query tiles of Q, dO resident, the K / V ring; S^t, dP^t of QT tiles (the
+      -- backward's m64n64 per warpgroup, or m64n32 under the head-dim split) and 2 x QT row sums per thread
+      local qw = split and bm // 2 or bm
+      r.smem_bytes = 2 * bm * (qk + v) * e + st * bn * (qk + v) * e + 2 * 4 * nc * 2 * bm * F32 + 2 * 5 * bm * F32
+      r.regs = 3 * qw + 40
     end
   else
     -- delta (matched) and bwd: Q, dO tiles (and transposes), K, V, plus dS and P staging
@@ -178,9 +214,10 @@ M.predicates = {
         if cfg.functional.dir == "fwd" and t.block_m ~= 64 * consumers then
           return false, ("BLOCK_M %d must be 64 x %d consumer warpgroups"):format(t.block_m, consumers)
         end
-        -- the backward and its delta prep: 64 keys per consumer warpgroup, 64-query tiles
-        if cfg.functional.dir ~= "fwd" and (t.block_n ~= 64 * consumers or t.block_m ~= 64) then
-          return false, ("the wgmma backward needs BLOCK_M 64 and BLOCK_N 64 x %d consumer warpgroups, got %dx%d"):format(
+        -- the backward and its delta prep: 64-query tiles and 64 keys per consumer warpgroup, or one 64-key
+        -- tile split by head dim between two consumer warpgroups (M.wgmma_bwd_hdim_split)
+        if cfg.functional.dir ~= "fwd" and (t.block_m ~= 64 or (t.block_n ~= 64 * consumers and not M.wgmma_bwd_hdim_split(t))) then
+          return false, ("the wgmma backward needs BLOCK_M 64 and BLOCK_N 64 x %d consumer warpgroups (or 64 with 2), got %dx%d"):format(
             consumers, t.block_m, t.block_n)
         end
       elseif t.pipeline == "mma" then

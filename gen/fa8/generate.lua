@@ -22,7 +22,8 @@ M.backends = {
     "runtime/include/fa8_kernel_abi.h", "templates/cpu/fa8_cpu_tile.h" } },
   cuda = { ext = "cu", support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
     "runtime/include/fa8_kernel_abi.h", "templates/common/fa8_dev_common.h", "templates/cuda/fa8_cuda_tile.cuh",
-    "templates/cuda/fa8_cuda_sm90.cuh", "templates/cuda/fa8_cuda_sm90_bwd.cuh", "templates/cuda/fa8_cuda_delta_rowdot.cuh" } },
+    "templates/cuda/fa8_cuda_sm90.cuh", "templates/cuda/fa8_cuda_sm90_bwd.cuh", "templates/cuda/fa8_cuda_sm90_bwd_io.cuh",
+    "templates/cuda/fa8_cuda_delta_rowdot.cuh" } },
   -- HIP: the kernel source (device code, built header-free by clang) plus a host launcher in C per instance
   hip = { ext = "hip", host = true, support = { "runtime/include/fa8_fp8.h", "runtime/include/fa8_types.h",
     "runtime/include/fa8_kernel_abi.h", "templates/common/fa8_dev_common.h", "templates/hip/fa8_hip_tile.h",
@@ -34,6 +35,8 @@ local BASE_PIPELINE = { scalar = true, mma = true, mfma = true }
 local function template_for(c)
   local dir = c.functional.dir
   if not BASE_PIPELINE[c.tuning.pipeline] and dir ~= "quant" then dir = dir .. "_" .. c.tuning.pipeline end
+  -- the Hopper backward whose consumer warpgroups split the head dim (d > 128) has a template of its own
+  if dir == "bwd_wgmma" and constraints.wgmma_bwd_hdim_split(c.tuning) then dir = "bwd_wgmma_wide" end
   return ("%s/%s.%s.tpl"):format(c.target.backend, dir, M.backends[c.target.backend].ext)
 end
 
@@ -76,6 +79,9 @@ local function template_env(c)
     HIP_THREADS = c.target.backend == "hip" and hip_threads(c) or nil,
     -- templates/hip/bwd: the LDS layout the model sized (resident or streamed)
     BWD_STREAM = c.tuning.pipeline == "mfma" and f.dir == "bwd" and constraints.mfma_resources(c).stream and 1 or 0,
+    -- templates/cuda/{bwd_wgmma_wide,delta_wgmma}: the head-dim-split layout and its Q^t / dO^t ring depth
+    BWD_QSPLIT = constraints.wgmma_bwd_hdim_split(c.tuning) and 1 or 0,
+    BWD_TSTAGES = f.dir == "bwd" and constraints.wgmma_bwd_hdim_split(c.tuning) and constraints.wgmma_bwd_wide_tstages(c) or 0,
     ARCH = c.target.arch,
   }
 end

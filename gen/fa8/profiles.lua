@@ -20,10 +20,11 @@ local tiles = {
                bwd = { { 64, 64, 8, 1, dmax = 128 }, { 64, 32, 4, 1, dmax = 128 }, { 64, 32, 8, 1, dmin = 129 },
                       { 32, 32, 4, 1, dmin = 129 } } },
     -- Hopper: a producer warpgroup + 2 consumer warpgroups of 64 rows; large V head dims halve the key tile
-    -- (registers: O is 64 x DV FP32 per warpgroup). The wgmma backward covers head dims up to 128 (64 keys
-    -- per consumer warpgroup, dK and dV in registers); larger ones run on mma.
+    -- (registers: O is 64 x DV FP32 per warpgroup). The wgmma backward: up to d128 each consumer warpgroup owns
+    -- 64 keys (dK and dV of them in registers); above, one 64-key tile per CTA whose head dim the two consumer
+    -- warpgroups split (bwd_wgmma_wide: 64 keys x d/2 of dK and of dV each)
     wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2, dmax = 128 }, { 128, 64, 12, 2, dmin = 129 } },
-               bwd = { { 64, 128, 12, 2, dmax = 128 } } },
+               bwd = { { 64, 128, 12, 2, dmax = 128 }, { 64, 64, 12, 2, dmin = 129 } } },
     -- AMD CDNA (templates/hip): 32 rows per wave; first fit within 64 KiB of LDS and the register file, so
     -- large head dims take the smaller tiles (the forward's 64 x 32 keeps d > 128 out of scratch). The backward
     -- keeps its tiles resident up to d128 and d192x128 (one wave there: dK, dV fit 512 registers); d192 and
@@ -44,7 +45,7 @@ local tiles = {
     wgmma  = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 192, 128, 16, 2 }, { 128, 64, 12, 3 },
                        { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
-               bwd = { { 64, 128, 12, 2 } } },
+               bwd = { { 64, 128, 12, 2 }, { 64, 64, 12, 2, dmin = 129 } } },
     mfma   = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 64, 4, 1 }, { 128, 128, 4, 1 }, { 64, 64, 2, 1 } },
                bwd = { { 64, 64, 2, 1 }, { 64, 32, 2, 1 }, { 32, 32, 1, 1 }, { 128, 64, 4, 1 } } },

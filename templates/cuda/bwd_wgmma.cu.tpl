@@ -12,7 +12,7 @@
 % local function dregs(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = "%" .. i end return table.concat(t, ", ") end
 % local function dops(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = ('"+f"(d[%d])'):format(i) end return table.concat(t, ", ") end
 % local NQ = DQK // (t.warps // 4 - 1)
-#include "fa8_cuda_sm90_bwd.cuh"
+#include "fa8_cuda_sm90_bwd_io.cuh"
 
 namespace {
 constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warps), STAGES = $(t.stages);
@@ -50,71 +50,8 @@ constexpr unsigned KV_BYTES = BN * DQK + BN * DV + DQK * BN, Q_BYTES = BM * DQK 
 
 struct Params {
   fa8_bwd_args a;
-  CUtensorMap tk, tv, tkt, tq, tdo, tqt, tdot, tdq;
-  int dq_vec;   /* 4: dQ rows 16-byte aligned (float4 atomics), 2: 8-byte (float2), 1: scalar */
-  int dq_tma;   /* dQ added by TMA reduce from shared memory (tdq valid); else atomics of dq_vec's width */
+  fa8_bwd_maps m;   /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
 };
-
-/* dQ += this warpgroup's fragment (64 rows x NQ columns, already scaled), with the widest atomics the dQ layout
- * allows: sm_90 adds float2 / float4 in one RED, so the L2 sees 2-4x fewer atomic requests. A thread holds column
- * pairs (c, c+1) of rows r and r+8; for float4, lanes 2k and 2k+1 swap pairs so the even lane owns columns
- * c..c+3 of row r and the odd lane those of row r+8. */
-__device__ __forceinline__ void dq_add(const fa8_bwd_args &a, int vec, int b, int h, int m0, int cw, const float (&dq)[NQ / 2],
-                                       float fq) {
-  float *base = (float *)a.dq.ptr + (int64_t)b * a.dq.sb + (int64_t)h * a.dq.sh;
-  const int lane = threadIdx.x & 31;
-  if (vec == 4) {
-    const bool odd = lane & 1;
-#pragma unroll
-    for (int i = 0; i < NQ / 2; i += 4) {
-      /* mine: (r, c), (r, c+1), (r+8, c), (r+8, c+1) = dq[i .. i+3]; send the pair the partner lane keeps */
-      const float s0 = odd ? dq[i] : dq[i + 2], s1 = odd ? dq[i + 1] : dq[i + 3];
-      const float g0 = __shfl_xor_sync(0xffffffffu, s0, 1), g1 = __shfl_xor_sync(0xffffffffu, s1, 1);
-      const int row = m0 + fa8_acc_row(odd ? i + 2 : i), col = cw * NQ + fa8_acc_col(i) - (odd ? 2 : 0);
-      const float4 v = odd ? make_float4(g0, g1, dq[i + 2], dq[i + 3]) : make_float4(dq[i], dq[i + 1], g0, g1);
-      if (row < a.Sq)
-        atomicAdd(reinterpret_cast<float4 *>(base + (int64_t)row * a.dq.ss + col),
-                  make_float4(v.x * fq, v.y * fq, v.z * fq, v.w * fq));
-    }
-  } else if (vec == 2) {
-#pragma unroll
-    for (int i = 0; i < NQ / 2; i += 2) {
-      const int row = m0 + fa8_acc_row(i), col = cw * NQ + fa8_acc_col(i);
-      if (row < a.Sq) atomicAdd(reinterpret_cast<float2 *>(base + (int64_t)row * a.dq.ss + col), make_float2(dq[i] * fq, dq[i + 1] * fq));
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < NQ / 2; ++i) {
-      const int row = m0 + fa8_acc_row(i), col = cw * NQ + fa8_acc_col(i);
-      if (row < a.Sq) atomicAdd(base + (int64_t)row * a.dq.ss + col, dq[i] * fq);
-    }
-  }
-}
-
-/* dQ += this warpgroup's fragment through shared memory: every thread writes its (row, column pair) values into
- * the 128-byte-swizzled slabs of one `stage` buffer (two wavefronts per 8-byte store), the warpgroup syncs, and one
- * thread issues the TMA reduce-adds (rows past Sq are clipped by the tensor map) and commits them as a bulk group.
- * Against the float4 atomics (ncu: 19 % of the backward's stall samples, in the shuffles that pair the lanes'
- * columns and the 8 atomics' address math) this is 16 shared stores per thread. The buffer written at tile j
- * was last read by tile j-2's reduce: the issuing thread waits for that read before it reaches the next tile's
- * CTA-wide barriers, which every writer passes before writing. */
-__device__ __forceinline__ void dq_stage_add(float (&stage)[DQ_SLABS][DQ_SLAB_FLOATS], const CUtensorMap *map, int b, int h, int m0,
-                                             int cw, const float (&dq)[NQ / 2], float fq) {
-#pragma unroll
-  for (int i = 0; i < NQ / 2; i += 2) {
-    const int row = fa8_acc_row(i), col = fa8_acc_col(i);
-    float2 *dst = reinterpret_cast<float2 *>(reinterpret_cast<uint8_t *>(&stage[col / 32][0]) + fa8_swz128(row, (col % 32) * 4));
-    *dst = make_float2(dq[i] * fq, dq[i + 1] * fq);
-  }
-  fa8_fence_async_smem();
-  fa8_named_sync(4 + cw, 128);
-  if (threadIdx.x % 128 == 0) {
-#pragma unroll
-    for (int sl = 0; sl < DQ_SLABS; ++sl) fa8_tma_reduce_add(map, &stage[sl][0], cw * NQ + sl * 32, m0, h, b);
-    fa8_bulk_commit();
-    fa8_bulk_wait_read<1>();
-  }
-}
 
 /* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
  * wgmma (da[kb][r]: key row g (+8 for odd r), 4 consecutive query codes from kb*32 + (r>>1)*16 + 4t): a 4x4 byte
@@ -242,9 +179,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     if (threadIdx.x == 0) {
       fa8_mbar_expect_tx(&s.kv_full, KV_BYTES);
-      for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[c], &prm.tk, &s.kv_full, c * FA8_CHUNK, n0, kh, b);
-      for (int c = 0; c < VCH; ++c) fa8_tma_load(s.v[c], &prm.tv, &s.kv_full, c * FA8_CHUNK, n0, kh, b);
-      for (int c = 0; c < KCH; ++c) fa8_tma_load(s.kt[c], &prm.tkt, &s.kv_full, n0 + c * FA8_CHUNK, 0, kh, b);
+      for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[c], &prm.m.tk, &s.kv_full, c * FA8_CHUNK, n0, kh, b);
+      for (int c = 0; c < VCH; ++c) fa8_tma_load(s.v[c], &prm.m.tv, &s.kv_full, c * FA8_CHUNK, n0, kh, b);
+      for (int c = 0; c < KCH; ++c) fa8_tma_load(s.kt[c], &prm.m.tkt, &s.kv_full, n0 + c * FA8_CHUNK, 0, kh, b);
     }
     if (threadIdx.x != 0 && warp != 1) return;
     const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, kh, n0), a.softmax_scale * FA8_LOG2E);
@@ -255,10 +192,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
         if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
         if (threadIdx.x == 0) {
           fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
-          for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.tq, &s.full[st], c * FA8_CHUNK, m0, h, b);
-          for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.tdo, &s.full[st], c * FA8_CHUNK, m0, h, b);
-          fa8_tma_load(s.qt[st], &prm.tqt, &s.full[st], m0, 0, h, b);
-          fa8_tma_load(s.dot[st], &prm.tdot, &s.full[st], m0, 0, h, b);
+          for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.m.tq, &s.full[st], c * FA8_CHUNK, m0, h, b);
+          for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.m.tdo, &s.full[st], c * FA8_CHUNK, m0, h, b);
+          fa8_tma_load(s.qt[st], &prm.m.tqt, &s.full[st], m0, 0, h, b);
+          fa8_tma_load(s.dot[st], &prm.m.tdot, &s.full[st], m0, 0, h, b);
         } else {
           fa8_qrows &r = s.rows[st];
 #pragma unroll 1   /* one row at a time: this warp runs in the producer's 24 registers */
@@ -383,10 +320,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       fa8_fence_regs(dk);
       fa8_fence_regs(dq);
       fa8_mbar_arrive(&s.empty[st]);
-      if (DQ_STAGED && !STATS && prm.dq_tma) dq_stage_add(s.dqs[cw][it & 1], &prm.tdq, b, h, m0, cw, dq, up * ks_tile * c);
-      else dq_add(a, prm.dq_vec, b, h, m0, cw, dq, up * ks_tile * c);
+      /* double-buffered staging: the buffer written next tile was read by the reduce of the tile before, which the
+       * issuing thread waits for before it reaches the next tile's CTA-wide barriers (every writer passes them) */
+      if (DQ_STAGED && !STATS && prm.m.dq_tma)
+        fa8_dq_stage_add<NQ, 1>(&s.dqs[cw][it & 1][0][0], &prm.m.tdq, b, h, m0, cw * NQ, dq, up * ks_tile * c, 4 + cw);
+      else fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
     }
-  if (DQ_STAGED && !STATS && prm.dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
+  if (DQ_STAGED && !STATS && prm.m.dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
   /* dK, dV of this warpgroup's keys: this CTA owns them */
 #pragma unroll
   for (int i = 0; i < DQK / 2; ++i) {
@@ -407,41 +347,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   prm.a = *(const fa8_bwd_args *)args;
   const fa8_bwd_args &a = prm.a;
   cudaStream_t st = (cudaStream_t)stream;
-  const uint64_t sqp = (uint64_t)(a.Sq + 15) / 16 * 16, skp = (uint64_t)(a.Sk + 15) / 16 * 16;
-  /* row layouts [B, S, heads, D] and transposed copies [B, heads, D, S padded to 16]: dims innermost first */
-  const uint64_t dk_[4] = { (uint64_t)DQK, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
-  const uint64_t sk_[3] = { (uint64_t)a.k.ss, (uint64_t)a.k.sh, (uint64_t)a.k.sb };
-  const uint64_t dv_[4] = { (uint64_t)DV, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
-  const uint64_t sv_[3] = { (uint64_t)a.v.ss, (uint64_t)a.v.sh, (uint64_t)a.v.sb };
-  const uint64_t dkt[4] = { skp, (uint64_t)DQK, (uint64_t)a.Hkv, (uint64_t)a.B };
-  const uint64_t skt[3] = { (uint64_t)a.kt.sd, (uint64_t)a.kt.sh, (uint64_t)a.kt.sb };
-  const uint64_t dq_[4] = { (uint64_t)DQK, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
-  const uint64_t sq_[3] = { (uint64_t)a.q.ss, (uint64_t)a.q.sh, (uint64_t)a.q.sb };
-  const uint64_t ddo[4] = { (uint64_t)DV, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
-  const uint64_t sdo[3] = { (uint64_t)a.do_hat.ss, (uint64_t)a.do_hat.sh, (uint64_t)a.do_hat.sb };
-  const uint64_t dqt[4] = { sqp, (uint64_t)DQK, (uint64_t)a.H, (uint64_t)a.B };
-  const uint64_t sqt[3] = { (uint64_t)a.qt.sd, (uint64_t)a.qt.sh, (uint64_t)a.qt.sb };
-  const uint64_t ddt[4] = { sqp, (uint64_t)DV, (uint64_t)a.H, (uint64_t)a.B };
-  const uint64_t sdt[3] = { (uint64_t)a.dot.sd, (uint64_t)a.dot.sh, (uint64_t)a.dot.sb };
-  int e = fa8_tma_map(&prm.tk, a.k.ptr, dk_, sk_, BN);
-  if (!e) e = fa8_tma_map(&prm.tv, a.v.ptr, dv_, sv_, BN);
-  if (!e) e = fa8_tma_map(&prm.tkt, a.kt.ptr, dkt, skt, DQK);
-  if (!e) e = fa8_tma_map(&prm.tq, a.q.ptr, dq_, sq_, BM);
-  if (!e) e = fa8_tma_map(&prm.tdo, a.do_hat.ptr, ddo, sdo, BM);
-  if (!e) e = fa8_tma_map(&prm.tqt, a.qt.ptr, dqt, sqt, DQK);
-  if (!e) e = fa8_tma_map(&prm.tdot, a.dot.ptr, ddt, sdt, DV);
-  if (e) return e;
-  /* the widest dQ atomics the layout allows (element strides and the base in bytes) */
-  const uintptr_t dqa = (uintptr_t)a.dq.ptr;
-  const int64_t st_or = a.dq.ss | a.dq.sh | a.dq.sb;
-  prm.dq_vec = (dqa % 16 == 0 && st_or % 4 == 0) ? 4 : (dqa % 8 == 0 && st_or % 2 == 0) ? 2 : 1;
-  /* TMA needs a 16-byte aligned base and strides: the float4 condition; a map the driver refuses falls back */
-  prm.dq_tma = 0;
-  if (DQ_STAGED && prm.dq_vec == 4) {
-    const uint64_t ddq[4] = { (uint64_t)DQK, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
-    const uint64_t sdq[3] = { (uint64_t)a.dq.ss * 4, (uint64_t)a.dq.sh * 4, (uint64_t)a.dq.sb * 4 };
-    prm.dq_tma = fa8_tma_map_f32(&prm.tdq, a.dq.ptr, ddq, sdq, BM) == 0;
-  }
+  if (const int e = fa8_bwd_maps_init(prm.m, a, DQK, DV, BM, BN, DQ_STAGED)) return e;
   fa8_zero_rows<><<<256, 256, 0, st>>>(a.dq, a.B, a.Sq, a.H, DQK);
   const size_t smem = sizeof(Smem) + 1024;
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;

@@ -4,6 +4,9 @@
  * ring), each consumer warpgroup recomputes S^t and dP^t for its 64 keys of the tile with the backward's own
  * instruction sequence (fa8_recompute_issue, same shared-memory layouts), so P and dP^ are bit-identical to the
  * values the backward forms dS from; delta = sum_j P dP^ / sum_j P, summed in a fixed order (deterministic).
+ * QSPLIT (the backward of bwd_wgmma_wide.cu.tpl: one 64-key tile per CTA, the warpgroups splitting the head dim):
+ * both consumer warpgroups take all 64 keys of a tile and each recomputes its half of the query columns
+ * (m64n32), as that backward does.
  * The other modes are row dot products (fa8_cuda_delta_rowdot.cuh). */
 #if $(MODE_MATCHED)
 #include "fa8_cuda_sm90_bwd.cuh"
@@ -20,7 +23,12 @@ constexpr float P_SCALE_LOG2 = $(P_SCALE_LOG2);   /* P comes out scaled for its 
 #if $(MODE_MATCHED)
 constexpr int CONSUMERS = WARPS / 4 - 1;
 constexpr int QCH = DQK / FA8_CHUNK, VCH = DV / FA8_CHUNK;
-static_assert(BM == 64 && BN == 64 * CONSUMERS, "the backward's tile: 64 queries, 64 keys per consumer warpgroup");
+constexpr bool QSPLIT = $(BWD_QSPLIT) == 1;
+/* per consumer warpgroup: QW query columns of each query tile (m64nQW, the backward's shape) from the key rows
+ * at KOFF * cw of the tile */
+constexpr int QW = QSPLIT ? BM / 2 : BM, KOFF = QSPLIT ? 0 : 64;
+static_assert(BM == 64 && (QSPLIT ? BN == 64 && CONSUMERS == 2 : BN == 64 * CONSUMERS),
+              "the backward's tile: 64 queries, and 64 keys per consumer warpgroup or 64 keys split by query halves");
 /* query tiles per CTA: each key tile's K/V load, barrier turn and wait serve QT of the backward's 64-query tiles,
  * each recomputed with the backward's own m64n64 sequence (so P and dP^ stay bit-identical) */
 constexpr int QT = 2;
@@ -44,12 +52,12 @@ struct Params {
 /* acc += P dP^, psum += P over this thread's elements of a recomputed 64 x 64 tile (per query column j);
  * MASK: the tile crosses a sequence end or the causal diagonal */
 template <bool MASK>
-__device__ __forceinline__ void accumulate(const float (&sacc)[BM / 2], const float (&dacc)[BM / 2], const fa8_qrows &r,
-                                           const fa8_delta_args &a, int m0, int key, float kc, const float (&vs)[2],
-                                           float (&acc)[BM / 4], float (&psum)[BM / 4]) {
+__device__ __forceinline__ void accumulate(const float (&sacc)[QW / 2], const float (&dacc)[QW / 2], const fa8_qrows &r,
+                                           const fa8_delta_args &a, int m0, int q0, int key, float kc, const float (&vs)[2],
+                                           float (&acc)[QW / 4], float (&psum)[QW / 4]) {
 #pragma unroll
-  for (int i = 0; i < BM / 2; ++i) {
-    const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), row = m0 + ql, j = (i >> 2) * 2 + (i & 1);
+  for (int i = 0; i < QW / 2; ++i) {
+    const int rr = (i >> 1) & 1, ql = q0 + fa8_acc_col(i), row = m0 + ql, j = (i >> 2) * 2 + (i & 1);
     const int kr = key + 8 * rr;
     const bool vis = !MASK || fa8_visible(row, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
     float p, dpv;
@@ -115,12 +123,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   fa8_regs_claim<CONSUMER_REGS>();
   const int cw = wg - 1, warp = (threadIdx.x % 128) >> 5, lane = threadIdx.x & 31;
   const float cl2e = a.softmax_scale * FA8_LOG2E;
-  const int key0 = cw * 64 + warp * 16 + (lane >> 2);   /* this thread's first key within a tile */
-  float acc[QT][BM / 4], psum[QT][BM / 4];   /* this thread's 16 query columns of each query tile */
+  const int key0 = cw * KOFF + warp * 16 + (lane >> 2);   /* this thread's first key within a tile */
+  const int q0 = QSPLIT ? cw * QW : 0;                     /* this warpgroup's first query column */
+  float acc[QT][QW / 4], psum[QT][QW / 4];   /* this thread's QW / 4 query columns of each query tile */
 #pragma unroll
   for (int t = 0; t < QT; ++t)
 #pragma unroll
-    for (int j = 0; j < BM / 4; ++j) acc[t][j] = psum[t][j] = 0.0f;
+    for (int j = 0; j < QW / 4; ++j) acc[t][j] = psum[t][j] = 0.0f;
   fa8_mbar_wait(&s.q_full, 0);
   /* Ping-pong, as in the forward: a warpgroup issues its S^t / dP^t wgmmas only in its turn (named barriers 2
    * and 3), so one warpgroup's elementwise work runs while the other's wgmmas execute (issued together, both
@@ -141,11 +150,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
     }
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
     if (PINGPONG) fa8_named_sync(2 + cw, 256);
-    float sacc[QT][BM / 2], dacc[QT][BM / 2];
+    float sacc[QT][QW / 2], dacc[QT][QW / 2];
 #pragma unroll
     for (int t = 0; t < QT; ++t)
-      fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV>(sacc[t], dacc[t], &s.k[st][0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK,
-                                                  &s.v[st][0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[t][0][0], &s.dout[t][0][0]);
+      fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QW>(sacc[t], dacc[t], &s.k[st][0][cw * KOFF * FA8_CHUNK], BN * FA8_CHUNK,
+                                                      &s.v[st][0][cw * KOFF * FA8_CHUNK], BN * FA8_CHUNK,
+                                                      &s.q[t][0][q0 * FA8_CHUNK], &s.dout[t][0][q0 * FA8_CHUNK]);
     if (PINGPONG) fa8_named_arrive(2 + (1 - cw), 256);
     fa8_wgmma_wait<0>();
 #pragma unroll
@@ -159,33 +169,36 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
     for (int t = 0; t < QT; ++t) {
       const int mt = m0 + t * BM;
       if (fa8_block_visible(mt, mt + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-        accumulate<false>(sacc[t], dacc[t], s.rows[t], a, mt, n0 + key0, fa8_key_factor(ks_tile, cl2e), vs, acc[t], psum[t]);
+        accumulate<false>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, fa8_key_factor(ks_tile, cl2e), vs, acc[t], psum[t]);
       else
-        accumulate<true>(sacc[t], dacc[t], s.rows[t], a, mt, n0 + key0, fa8_key_factor(ks_tile, cl2e), vs, acc[t], psum[t]);
+        accumulate<true>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, fa8_key_factor(ks_tile, cl2e), vs, acc[t], psum[t]);
     }
   }
   if (PINGPONG && cw == 0) fa8_named_sync(2, 256);   /* warpgroup 1's last hand-over */
-  /* over the keys of the quad rows, then the warps (fixed order) */
+  /* over the keys of the quad rows, then the warps that hold the column (fixed order): every warp of both
+   * warpgroups, or under QSPLIT the 4 warps of the warpgroup that owns it */
+  constexpr int NW = QSPLIT ? 4 : 4 * CONSUMERS;
+  const int wslot = QSPLIT ? warp : cw * 4 + warp;
 #pragma unroll
   for (int t = 0; t < QT; ++t)
 #pragma unroll
-    for (int j = 0; j < BM / 4; ++j) {
+    for (int j = 0; j < QW / 4; ++j) {
 #pragma unroll
       for (int o = 4; o < 32; o <<= 1) {
         acc[t][j] += __shfl_xor_sync(0xffffffffu, acc[t][j], o);
         psum[t][j] += __shfl_xor_sync(0xffffffffu, psum[t][j], o);
       }
       if (lane < 4) {
-        const int ql = t * BM + (j >> 1) * 8 + 2 * lane + (j & 1);
-        s.red[0][cw * 4 + warp][ql] = acc[t][j];
-        s.red[1][cw * 4 + warp][ql] = psum[t][j];
+        const int ql = t * BM + q0 + (j >> 1) * 8 + 2 * lane + (j & 1);
+        s.red[0][wslot][ql] = acc[t][j];
+        s.red[1][wslot][ql] = psum[t][j];
       }
     }
   fa8_named_sync(1, 128 * CONSUMERS);
   for (int ql = threadIdx.x - 128; ql < QT * BM; ql += 128 * CONSUMERS) {
     if (m0 + ql >= a.Sq) break;
     float num = 0.0f, den = 0.0f;
-    for (int w = 0; w < 4 * CONSUMERS; ++w) {
+    for (int w = 0; w < NW; ++w) {
       num += s.red[0][w][ql];
       den += s.red[1][w][ql];
     }

@@ -53,11 +53,12 @@ __device__ __forceinline__ void fa8_fence_async_smem() { asm volatile("fence.pro
 __device__ __forceinline__ int fa8_acc_row(int i) { return ((threadIdx.x % 128) >> 5) * 16 + ((threadIdx.x & 31) >> 2) + 8 * ((i >> 1) & 1); }
 __device__ __forceinline__ int fa8_acc_col(int i) { return (i >> 2) * 8 + 2 * (threadIdx.x & 3) + (i & 1); }
 
-/* d (64 x 64, FP32) (+)= A (smem) B (smem), one k-step of 32, A of format FA, B of format FB: the shape of the
- * S^t and dP^t recomputation (N = a query tile of 64) */
-template <fa8_fmt FA, fa8_fmt FB> struct fa8_wgmma_ss_n64;
+/* d (64 x N, FP32) (+)= A (smem) B (smem), one k-step of 32, A of format FA, B of format FB: the shapes of the
+ * S^t and dP^t recomputation (N = the query columns one warpgroup recomputes: a 64-query tile, or its half in
+ * the head-dim-split backward, bwd_wgmma_wide) */
+template <fa8_fmt FA, fa8_fmt FB, int N> struct fa8_wgmma_ss_n;
 #define FA8_WGMMA_SS_N64(FA, FB, TA, TB)                                                                       \
-  template <> struct fa8_wgmma_ss_n64<FA, FB> {                                                              \
+  template <> struct fa8_wgmma_ss_n<FA, FB, 64> {                                                            \
     static __device__ __forceinline__ void run(float (&d)[32], uint64_t da, uint64_t db, int accumulate) {   \
       asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"                                              \
                    "wgmma.mma_async.sync.aligned.m64n64k32.f32." TA "." TB " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n" \
@@ -65,28 +66,42 @@ template <fa8_fmt FA, fa8_fmt FB> struct fa8_wgmma_ss_n64;
                    : "l"(da), "l"(db), "r"(accumulate));                                                     \
     }                                                                                                         \
   };
-FA8_WGMMA_SS_N64(FA8_FMT_E4M3, FA8_FMT_E4M3, "e4m3", "e4m3")
-FA8_WGMMA_SS_N64(FA8_FMT_E4M3, FA8_FMT_E5M2, "e4m3", "e5m2")
-FA8_WGMMA_SS_N64(FA8_FMT_E5M2, FA8_FMT_E4M3, "e5m2", "e4m3")
-FA8_WGMMA_SS_N64(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
+#define FA8_WGMMA_SS_N32(FA, FB, TA, TB)                                                                       \
+  template <> struct fa8_wgmma_ss_n<FA, FB, 32> {                                                            \
+    static __device__ __forceinline__ void run(float (&d)[16], uint64_t da, uint64_t db, int accumulate) {   \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"                                              \
+                   "wgmma.mma_async.sync.aligned.m64n32k32.f32." TA "." TB " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n" \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]) \
+                   : "l"(da), "l"(db), "r"(accumulate));                                                     \
+    }                                                                                                         \
+  };
+#define FA8_WGMMA_SS(FA, FB, TA, TB) FA8_WGMMA_SS_N64(FA, FB, TA, TB) FA8_WGMMA_SS_N32(FA, FB, TA, TB)
+FA8_WGMMA_SS(FA8_FMT_E4M3, FA8_FMT_E4M3, "e4m3", "e4m3")
+FA8_WGMMA_SS(FA8_FMT_E4M3, FA8_FMT_E5M2, "e4m3", "e5m2")
+FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E4M3, "e5m2", "e4m3")
+FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
+#undef FA8_WGMMA_SS
+#undef FA8_WGMMA_SS_N32
 #undef FA8_WGMMA_SS_N64
 
-/* S^t = K Q^t and dP^t = V dO^t for this warpgroup's 64 keys and a 64-query tile, issued and committed (not
- * waited): k, v point at the warpgroup's rows of the K / V chunks ([rows][64 B] each, chunk stride kcs / vcs
- * bytes), q, dout at the query tile's chunks (64 rows each). One instruction sequence for the backward and for
- * the matched delta prep. */
-template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DQK, int DV>
-__device__ __forceinline__ void fa8_recompute_issue(float (&s)[32], float (&dp)[32], const uint8_t *k, int kcs,
+/* S^t = K Q^t and dP^t = V dO^t for 64 keys and N query columns, issued and committed (not waited): k, v point
+ * at the 64 key rows of the K / V chunks ([rows][64 B] each, chunk stride kcs / vcs bytes), q, dout at the first
+ * of the N query rows in the query tile's chunks (64 rows each; a row offset that is a multiple of 8 keeps the
+ * 512-byte swizzle period). One instruction sequence for the backward and for the matched delta prep: an
+ * instance's prep uses the N of its backward (m64n64 per 64-key warpgroup, or m64n32 per query half when the
+ * warpgroups split the head dim), since a different wgmma shape need not give bit-identical sums. */
+template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DQK, int DV, int N = 64>
+__device__ __forceinline__ void fa8_recompute_issue(float (&s)[N / 2], float (&dp)[N / 2], const uint8_t *k, int kcs,
                                                     const uint8_t *v, int vcs, const uint8_t *q, const uint8_t *dout) {
   fa8_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < DQK / 32; ++kk)
-    fa8_wgmma_ss_n64<FMT, FMT>::run(s, fa8_wgmma_desc(k + (kk / 2) * kcs + (kk % 2) * 32),
-                                    fa8_wgmma_desc(q + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+    fa8_wgmma_ss_n<FMT, FMT, N>::run(s, fa8_wgmma_desc(k + (kk / 2) * kcs + (kk % 2) * 32),
+                                     fa8_wgmma_desc(q + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
 #pragma unroll
   for (int kk = 0; kk < DV / 32; ++kk)
-    fa8_wgmma_ss_n64<FMT, FMT_GRAD>::run(dp, fa8_wgmma_desc(v + (kk / 2) * vcs + (kk % 2) * 32),
-                                         fa8_wgmma_desc(dout + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+    fa8_wgmma_ss_n<FMT, FMT_GRAD, N>::run(dp, fa8_wgmma_desc(v + (kk / 2) * vcs + (kk % 2) * 32),
+                                          fa8_wgmma_desc(dout + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
   fa8_wgmma_commit();
 }
 
