@@ -150,7 +150,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const fa8_bwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
-  const int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
+  int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
+  if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
+    int rank, hb;
+    fa8_lpt_tile(rank, hb);
+    n0 = rank * BN;
+    kh = hb % gridDim.y;
+    b = hb / gridDim.y;
+  }
   const int group = a.H / a.Hkv, diag = a.Sk - a.Sq;
   const int m_first = CAUSAL ? (max(0, n0 - diag) / BM) * BM : 0;
   /* query tiles per head, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d=64) */

@@ -71,8 +71,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   const fa8_delta_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
-  /* causal: the longest query tiles first, so the short ones fill the last wave */
-  const int m0 = (CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x) * (QT * BM), h = blockIdx.y, b = blockIdx.z;
+  int m0 = blockIdx.x * (QT * BM), h = blockIdx.y, b = blockIdx.z;
+  if (CAUSAL) {   /* the longest query tiles (the last queries) first, over chunks of heads */
+    int rank, hb;
+    fa8_lpt_tile(rank, hb);
+    m0 = (gridDim.x - 1 - rank) * (QT * BM);
+    h = hb % gridDim.y;
+    b = hb / gridDim.y;
+  }
   const int kh = h / (a.H / a.Hkv), diag = a.Sk - a.Sq;
   const int last_row = min(m0 + QT * BM, a.Sq) - 1;
   const int kend = fa8_key_end(last_row, a.Sk, diag, CAUSAL);

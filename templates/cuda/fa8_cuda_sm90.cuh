@@ -42,6 +42,22 @@ __device__ __forceinline__ void fa8_mbar_wait(uint64_t *b, unsigned parity) {
                "@!done bra WAIT;\n}\n" ::"r"(fa8_smem_addr(b)), "r"(parity) : "memory");
 }
 
+/* ---- causal launch order ---- */
+/* Which (tile, head) a CTA of a causal grid (tiles, heads, batch) takes. The hardware starts CTAs in linear
+ * order; a grid walked tile-major per head ends on some head's longest tiles (a GQA backward CTA carries a whole
+ * query-head group: its longest tile is 1/8 of an SM's share at S=8K). Here, within chunks of 8 (head, batch)
+ * pairs, every head's longest tile goes first and the shortest last (longest-processing-time first), so the grid
+ * ends on short tiles, while the CTAs that run together still share a few heads' K/V (or Q/dO) in L2.
+ * rank: 0 = the tile with the most work; hb = head + heads x batch. */
+__device__ __forceinline__ void fa8_lpt_tile(int &rank, int &hb) {
+  constexpr int CHUNK = 8;
+  const int nt = gridDim.x, nh = gridDim.y * gridDim.z;
+  const int lin = blockIdx.x + nt * (blockIdx.y + gridDim.y * blockIdx.z);
+  const int c0 = lin / (CHUNK * nt) * CHUNK, cn = min(CHUNK, nh - c0), r = lin - c0 * nt;
+  rank = r / cn;
+  hb = c0 + r % cn;
+}
+
 /* ---- TMA ---- */
 /* One box of a 4-D tensor map into shared memory; completion (bytes) is signalled on `bar`. */
 __device__ __forceinline__ void fa8_tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1, int c2, int c3) {

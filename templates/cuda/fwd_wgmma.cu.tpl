@@ -239,8 +239,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
   const fa8_fwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
-  const int mt = CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;   /* causal: longest tiles first */
-  const int h = blockIdx.y, b = blockIdx.z;
+  int mt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
+  if (CAUSAL) {   /* the longest tiles (the last queries) first, over chunks of heads */
+    int rank, hb;
+    fa8_lpt_tile(rank, hb);
+    mt = gridDim.x - 1 - rank;
+    h = hb % gridDim.y;
+    b = hb / gridDim.y;
+  }
   const int kh = h / (a.H / a.Hkv), m0 = mt * BM, diag = a.Sk - a.Sq;
   const int last_row = min(m0 + BM, a.Sq) - 1;
   const int kend = fa8_key_end(last_row, a.Sk, diag, CAUSAL);
