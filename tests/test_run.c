@@ -261,7 +261,7 @@ Test(run, list_tuned_plans_for_the_h200_table) {
     snprintf(want, 256, "%.*s", (int)strcspn(field, ","), field);
   }
   fclose(f);
-  cr_assert(*fwd && *bwd, "the H200 table has no d256 rows at s8192_bh64");
+  cr_assert(*fwd, "the H200 table has no d256 forward row at s8192_bh64");
   const int rc = fa8_cmd(out, sizeof out, "list --tuned --backend cuda --device sm_90a:132 --hdim 256 --seqlen 8192");
   if (rc != 0 && strstr(out, "in this build")) cr_skip_test("no sm_90a kernels in this build: %s", out);
   cr_assert_eq(rc, 0, "%s", out);
@@ -269,8 +269,17 @@ Test(run, list_tuned_plans_for_the_h200_table) {
   char want[300];
   snprintf(want, sizeof want, "fwd   %s\n      tuned (built in): exact row", fwd);
   cr_expect(strstr(out, want) != NULL, "expected %s from the table:\n%s", fwd, out);
-  snprintf(want, sizeof want, "bwd   %s\n      tuned (built in): exact row", bwd);
-  cr_expect(strstr(out, want) != NULL, "expected %s from the table:\n%s", bwd, out);
+  if (*bwd) {
+    snprintf(want, sizeof want, "bwd   %s\n      tuned (built in): exact row", bwd);
+    cr_expect(strstr(out, want) != NULL, "expected %s from the table:\n%s", bwd, out);
+  } else {
+    /* no row (the d256 rows timed only the portable backward and were dropped): the shipping heuristic picks the
+     * wgmma backward, not the portable mma.sync one a stale row named */
+    const char *b = strstr(out, "bwd   ");
+    cr_assert(b, "%s", out);
+    cr_expect(strncmp(b, "bwd   fa8_bwd_sm90a_", 20) == 0 && !strstr(b, "_mma\n") && strstr(b, "heuristic"),
+              "expected the wgmma backward by heuristic:\n%s", out);
+  }
 }
 
 Test(run, tuned_tables_refuse_bad_input) {
