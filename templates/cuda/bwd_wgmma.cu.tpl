@@ -152,11 +152,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
   int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
   if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
-    int rank, hb;
-    fa8_lpt_tile(rank, hb);
+    int rank;
+    fa8_lpt_tile(rank, kh, b);
     n0 = rank * BN;
-    kh = hb % gridDim.y;
-    b = hb / gridDim.y;
   }
   const int group = a.H / a.Hkv, diag = a.Sk - a.Sq;
   const int m_first = CAUSAL ? (max(0, n0 - diag) / BM) * BM : 0;

@@ -158,11 +158,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
   int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
   if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
-    int rank, hb;
-    fa8_lpt_tile(rank, hb);
+    int rank;
+    fa8_lpt_tile(rank, kh, b);
     n0 = rank * BN;
-    kh = hb % gridDim.y;
-    b = hb / gridDim.y;
   }
   const int diag = a.Sk - a.Sq;
   /* the first query tile and the tiles per head, formed inside each role: a value live across setmaxnreg was

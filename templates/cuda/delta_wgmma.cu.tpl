@@ -73,11 +73,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
   int m0 = blockIdx.x * (QT * BM), h = blockIdx.y, b = blockIdx.z;
   if (CAUSAL) {   /* the longest query tiles (the last queries) first, over chunks of heads */
-    int rank, hb;
-    fa8_lpt_tile(rank, hb);
+    int rank;
+    fa8_lpt_tile(rank, h, b);
     m0 = (gridDim.x - 1 - rank) * (QT * BM);
-    h = hb % gridDim.y;
-    b = hb / gridDim.y;
   }
   const int kh = h / (a.H / a.Hkv), diag = a.Sk - a.Sq;
   const int last_row = min(m0 + QT * BM, a.Sq) - 1;

@@ -48,14 +48,16 @@ __device__ __forceinline__ void fa8_mbar_wait(uint64_t *b, unsigned parity) {
  * query-head group: its longest tile is 1/8 of an SM's share at S=8K). Here, within chunks of 8 (head, batch)
  * pairs, every head's longest tile goes first and the shortest last (longest-processing-time first), so the grid
  * ends on short tiles, while the CTAs that run together still share a few heads' K/V (or Q/dO) in L2.
- * rank: 0 = the tile with the most work; hb = head + heads x batch. */
-__device__ __forceinline__ void fa8_lpt_tile(int &rank, int &hb) {
+ * rank: 0 = the tile with the most work; head and batch index the grid's y and z. */
+__device__ __forceinline__ void fa8_lpt_tile(int &rank, int &head, int &batch) {
   constexpr int CHUNK = 8;
   const int nt = gridDim.x, nh = gridDim.y * gridDim.z;
   const int lin = blockIdx.x + nt * (blockIdx.y + gridDim.y * blockIdx.z);
   const int c0 = lin / (CHUNK * nt) * CHUNK, cn = min(CHUNK, nh - c0), r = lin - c0 * nt;
+  const int hb = c0 + r % cn;   /* head + heads x batch */
   rank = r / cn;
-  hb = c0 + r % cn;
+  head = hb % gridDim.y;
+  batch = hb / gridDim.y;
 }
 
 /* ---- TMA ---- */

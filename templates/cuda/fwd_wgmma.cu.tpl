@@ -241,11 +241,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
   int mt = blockIdx.x, h = blockIdx.y, b = blockIdx.z;
   if (CAUSAL) {   /* the longest tiles (the last queries) first, over chunks of heads */
-    int rank, hb;
-    fa8_lpt_tile(rank, hb);
+    int rank;
+    fa8_lpt_tile(rank, h, b);
     mt = gridDim.x - 1 - rank;
-    h = hb % gridDim.y;
-    b = hb / gridDim.y;
   }
   const int kh = h / (a.H / a.Hkv), m0 = mt * BM, diag = a.Sk - a.Sq;
   const int last_row = min(m0 + BM, a.Sq) - 1;
