@@ -4,7 +4,7 @@
 #     instance without QGMMA or with local memory fails, a row-dot delta prep with local memory fails, a portable
 #     instance with local memory is only reported; no objects, no cuobjdump or a disassembly without functions
 #     (cuobjdump without its nvdisasm) is an error (2);
-#   * tools/device/h200-run refuses an unknown option and a checkout without .debs, naming what is wrong.
+#   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -54,4 +54,7 @@ check "check-sass: no cuobjdump" 2 "cuobjdump not found" -- env PATH="$T/nobin" 
 mkdir -p "$T/repo"
 check "h200-run: unknown option" 2 "unknown option --bogus" -- env -C "$T/repo" OUT="$T/out" FA8_ART="$T/art" bash "$ROOT/tools/device/h200-run" --bogus
 check "h200-run: .debs missing" 2 "\.debs missing: run tools/device/fetch-debs" -- env -C "$T/repo" OUT="$T/out" FA8_ART="$T/art" bash "$ROOT/tools/device/h200-run" --suites none
+for bad in abc 0 -5 1.5; do
+  check "h200-run: FA8_HANG_S=$bad" 2 "FA8_HANG_S '$bad' is not a positive number of seconds" -- env -C "$T/repo" OUT="$T/out" FA8_ART="$T/art" FA8_HANG_S="$bad" bash "$ROOT/tools/device/h200-run" --suites none
+done
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
