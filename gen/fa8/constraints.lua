@@ -65,11 +65,13 @@ function M.resources(cfg)
     if t.pipeline == "mma" then r.smem_bytes = r.smem_bytes + bm * bn * FP8 end   -- P staged for ldmatrix
     if t.pipeline == "wgmma" then
       -- templates/cuda/fwd_wgmma: a consumer thread holds O (v/2) and S (bn/2) in FP32, the P^ fragments
-      -- (bn/8 words; split: R^ too) and ~64 registers of addressing and softmax state (measured: 64 + 64 + 16 +
-      -- 64 = 208 fits, 232 at d128/BLOCK_N 192 spills). The budget is what setmaxnreg can give each consumer
-      -- warpgroup after the producer keeps 24: 240 for up to two, 160 for three.
+      -- (bn/8 words; split at v <= 128: R^ too) and ~24 registers of addressing and softmax state. Highest
+      -- consumer register in the SASS (nvcc 13, 2026-11-30): d128 n128 R167, n192 R207; d64 n192 R195; d256
+      -- n128 R231, n192 spills; split d128 n192 R236, d256 n128 R235 (one tile at a time: no R^ next to S).
+      -- The budget is what setmaxnreg can give each consumer warpgroup after the producer keeps 24: 240 for up
+      -- to two, 160 for three.
       local nc = t.warps // 4 - 1
-      r.regs = v // 2 + bn // 2 + bn // 8 + 64 + (f.variant == "split" and bn // 8 or 0)
+      r.regs = v // 2 + bn // 2 + bn // 8 + 24 + ((f.variant == "split" and v <= 128) and bn // 8 or 0)
       r.reg_budget = math.min(240, ((65536 - 128 * 24) // (math.max(nc, 1) * 128)) // 8 * 8)
     else
       -- consumer threads hold O (bm x v) and S (bm x bn) in FP32 registers

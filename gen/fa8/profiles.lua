@@ -19,11 +19,13 @@ local tiles = {
     mma    = { quant = { { 64, 64, 4, 1 } }, fwd = { { 64, 64, 4, 2, dmax = 128 }, { 64, 32, 4, 2, dmin = 129 } },
                bwd = { { 64, 64, 8, 1, dmax = 128 }, { 64, 32, 4, 1, dmax = 128 }, { 64, 32, 8, 1, dmin = 129 },
                       { 32, 32, 4, 1, dmin = 129 } } },
-    -- Hopper: a producer warpgroup + 2 consumer warpgroups of 64 rows; large V head dims halve the key tile
-    -- (registers: O is 64 x DV FP32 per warpgroup). The wgmma backward: up to d128 each consumer warpgroup owns
+    -- Hopper: a producer warpgroup + 2 consumer warpgroups of 64 rows. Above d128 the forward keeps the 128-key
+    -- tile with a third stage (each ping-pong warpgroup holds two stages; d256 fwd 128x128x3 4.26 ms against
+    -- 128x64x2 6.89, tune/reports/2026-11-30-h200-fwd-tiles.md); 128x64 is the fallback. The wgmma backward: up to d128 each consumer warpgroup owns
     -- 64 keys (dK and dV of them in registers); above, one 64-key tile per CTA whose head dim the two consumer
     -- warpgroups split (bwd_wgmma_wide: 64 keys x d/2 of dK and of dV each)
-    wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2, dmax = 128 }, { 128, 64, 12, 2, dmin = 129 } },
+    wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2, dmax = 128 }, { 128, 128, 12, 3, dmin = 129 },
+                                                  { 128, 64, 12, 2, dmin = 129 } },
                bwd = { { 64, 128, 12, 2, dmax = 128 }, { 64, 64, 12, 2, dmin = 129 } } },
     -- AMD CDNA (templates/hip): 32 rows per wave; first fit within 64 KiB of LDS and the register file, so
     -- large head dims take the smaller tiles (the forward's 64 x 32 keeps d > 128 out of scratch). The backward
@@ -40,11 +42,11 @@ local tiles = {
     mma    = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 }, { 64, 32, 4, 2 } },
                bwd = { { 64, 64, 4, 1 }, { 64, 32, 8, 1 }, { 32, 32, 4, 1 }, { 64, 64, 8, 1 }, { 128, 64, 8, 1 } } },
-    -- BLOCK_N above 128 needs the softmax to keep fewer S registers live than fwd_wgmma does today (d64 x
-    -- 192 spills): not candidates yet. The register model prunes what does not fit setmaxnreg's budget.
+    -- BLOCK_N 192 (fewer barrier turns, row reductions and O rescales per logit) fits at d <= 128; the register
+    -- model prunes what does not fit setmaxnreg's budget (d256 x 192).
     wgmma  = { quant = { { 64, 64, 4, 1 } },
-               fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 192, 128, 16, 2 }, { 128, 64, 12, 3 },
-                       { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
+               fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 128, 192, 12, 2 }, { 128, 192, 12, 3 },
+                       { 192, 128, 16, 2 }, { 128, 64, 12, 3 }, { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
                bwd = { { 64, 128, 12, 2 }, { 64, 64, 12, 2, dmin = 129 } } },
     mfma   = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 64, 4, 1 }, { 128, 128, 4, 1 }, { 64, 64, 2, 1 } },

@@ -60,6 +60,20 @@ __device__ __forceinline__ void fa8_lpt_tile(int &rank, int &head, int &batch) {
   batch = hb / gridDim.y;
 }
 
+/* The order for a persistent grid (fwd_wgmma.cu.tpl, causal): position lin of the sequence over nt query tiles
+ * and nh (head, batch) pairs. A persistent CTA c walks lin = c, c + G, c + 2G, ... (G CTAs): static round-robin.
+ * Chunks of 8 pairs as fa8_lpt_tile, but every other chunk, counted back from the last, runs shortest first (the
+ * last chunk stays longest first), so a CTA's positions in neighbouring chunks pair long tiles with short ones.
+ * Measured on the H200 (d128 causal S=8K, 2026-11-30): 1.645/1.653 ms against 1.683/1.720 for round-robin over
+ * fa8_lpt_tile's plain order, as the schedule model predicted (bench/experiments/wgmma-fwd-persistent-causal.md). */
+__device__ __forceinline__ void fa8_lpt_at(int lin, int nt, int nh, int &rank, int &hb) {
+  constexpr int CHUNK = 8;
+  const int ci = lin / (CHUNK * nt), c0 = ci * CHUNK, cn = min(CHUNK, nh - c0), r = lin - c0 * nt;
+  rank = r / cn;
+  hb = c0 + r % cn;
+  if (((nh + CHUNK - 1) / CHUNK - 1 - ci) & 1) rank = nt - 1 - rank;
+}
+
 /* ---- TMA ---- */
 /* One box of a 4-D tensor map into shared memory; completion (bytes) is signalled on `bar`. */
 __device__ __forceinline__ void fa8_tma_load(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1, int c2, int c3) {
@@ -161,6 +175,27 @@ template <int N> __device__ __forceinline__ void fa8_bulk_wait() { asm volatile(
 /* Byte offset of (row, byte k) in a [rows][128-byte] box written with the 128-byte swizzle (TMA's
  * CU_TENSOR_MAP_SWIZZLE_128B): 16-byte unit bits 4-6 ^= row bits 0-2. */
 __device__ __forceinline__ int fa8_swz128(int row, int k) { return row * 128 + (k ^ ((row & 7) << 4)); }
+
+/* ---- host: persistent grids ---- */
+/* CTAs a persistent grid of `kernel` launches at most: SMs x resident CTAs per SM (occupancy at this block size and
+ * dynamic shared memory, which the caller has already allowed with cudaFuncSetAttribute), asked once per device and
+ * cached per kernel (the cache is this function's static, one per instantiation). Returns 0 or a cudaError_t code. */
+#define FA8_MAX_DEVICES 64
+template <class K> static inline int fa8_resident_ctas(K kernel, int threads, size_t smem, int *ctas) {
+  static int cache[FA8_MAX_DEVICES];   /* 0: not asked yet */
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return (int)e;
+  const bool cached = dev >= 0 && dev < FA8_MAX_DEVICES;
+  if (cached && (*ctas = __atomic_load_n(&cache[dev], __ATOMIC_RELAXED)) > 0) return 0;
+  int sms = 0, per_sm = 0;
+  if ((e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) != cudaSuccess) return (int)e;
+  if ((e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem)) != cudaSuccess) return (int)e;
+  if (sms * per_sm <= 0) return (int)cudaErrorLaunchOutOfResources;   /* the kernel does not fit an SM */
+  *ctas = sms * per_sm;
+  if (cached) __atomic_store_n(&cache[dev], *ctas, __ATOMIC_RELAXED);
+  return 0;
+}
 
 /* ---- host: tensor maps ---- */
 /* A 4-D tensor map (dims innermost first, byte strides of dims 1..3) with boxes of [inner][rows]. Returns 0 or
