@@ -239,15 +239,24 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   fa8_named_sync(3, 128 * CONSUMERS);
   fa8_mbar_wait(&s.kv_full, 0);
 
-  int it = 0;
-  for (int h = kh * group; h < (kh + 1) * group; ++h)
-    for (int mt = 0, ntiles = query_tiles(); mt < ntiles; ++mt, ++it) {
+  /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
+   * behind tile it's dK/dV/dQ GEMMs (sacc is free once P^ is converted), so the tensor cores run it during this
+   * tile's dQ staging; dP^t follows at the top of the tile (dacc too would not fit beside dK, dV and dQ) */
+  float sacc[BM / 2], dacc[BM / 2];
+  auto s_issue = [&](int next) {
+    const int sn = next % STAGES;
+    fa8_mbar_wait(&s.full[sn], (next / STAGES) & 1);
+    fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
+    fa8_wgmma_commit();
+  };
+  const int ntiles = query_tiles(), total = group * ntiles;
+  if (total > 0) s_issue(0);
+  for (int it = 0, h = kh * group, mt = 0; it < total; ++it) {
+    {
       const int st = it % STAGES, m0 = m_first + mt * BM;
-      fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
       const fa8_qrows &r = s.rows[st];
-      float sacc[BM / 2], dacc[BM / 2];
-      fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV>(sacc, dacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK,
-                                                  &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[st][0][0], &s.dout[st][0][0]);
+      fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
+      fa8_wgmma_commit();
       fa8_wgmma_wait<0>();
       fa8_fence_regs(sacc);
       fa8_fence_regs(dacc);
@@ -320,7 +329,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
         wgmma_dq(dq, fa8_wgmma_desc(&s.ds[k / 2][0] + (k % 2) * 32),
                  fa8_wgmma_desc(&s.kt[k / 2][cw * NQ * FA8_CHUNK] + (k % 2) * 32), k > 0);
       fa8_wgmma_commit();
-      fa8_wgmma_wait<0>();
+      if (it + 1 < total) {
+        s_issue(it + 1);
+        fa8_wgmma_wait<1>();   /* this tile's dK/dV/dQ group; the next tile's recompute stays in flight */
+      } else {
+        fa8_wgmma_wait<0>();
+      }
       fa8_fence_regs(dv);
       fa8_fence_regs(dk);
       fa8_fence_regs(dq);
@@ -331,6 +345,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
         fa8_dq_stage_add<NQ, 1>(&s.dqs[cw][it & 1][0][0], &prm.m.tdq, b, h, m0, cw * NQ, dq, up * ks_tile * c, 4 + cw);
       else fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
     }
+    if (++mt == ntiles) {
+      mt = 0;
+      ++h;
+    }
+  }
   if (DQ_STAGED && !STATS && prm.m.dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
   /* dK, dV of this warpgroup's keys: this CTA owns them */
 #pragma unroll
