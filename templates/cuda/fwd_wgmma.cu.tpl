@@ -23,11 +23,15 @@ constexpr int QCH = DQK / FA8_CHUNK, VCH = BN / FA8_CHUNK;
 static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 query rows");
 static_assert(DQK % FA8_CHUNK == 0 && BN % FA8_CHUNK == 0, "operands come in 64-byte swizzle chunks");
 static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
-/* causal grids are persistent (fwd_kernel); ping-pong: two consumer warpgroups taking turns (the split forward at
- * DV > 128 runs one tile at a time without turns) */
-/* persistent grids (causal) carry the tile loop's state in a few more registers: d256 x 128 keys would spill
- * (56 bytes, nvcc 13), so tiles whose O and S fragments leave less room launch one CTA per tile instead */
-constexpr bool PERSIST = CAUSAL && DV / 2 + BN / 2 + BN / 8 <= 200, PINGPONG = CONSUMERS == 2 && !(SPLIT && DV > 128);
+/* Causal grids are persistent (fwd_kernel); their tile loop's state takes a few more registers, so tiles whose O
+ * and S fragments leave less room (d256 x 128 keys spilled 56 bytes, nvcc 13) launch one CTA per tile instead.
+ * Ping-pong (two consumer warpgroups taking turns to issue their GEMM phases) only where it does not lose: with
+ * the turns dropped the H200 ran d64 10-12 % faster (standard and split) and split d128 3-4 % faster, and the
+ * standard forward at d128/d256 within noise (bench/results/2026-11-30-h200-fwd-turns): FP8 GEMMs are short
+ * next to the softmax, so a turn mostly makes one warpgroup's softmax wait for the other's. Without turns the
+ * warpgroups still issue S(j) with P^(j-1)V(j-1) and overlap each other freely. */
+constexpr bool PERSIST = CAUSAL && DV / 2 + BN / 2 + BN / 8 <= 200;
+constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
