@@ -76,7 +76,7 @@ local n, sum_log = 0, 0.0
 for _, r in ipairs(rows) do
   local qk, v = r.key:match("_d(%d+)v(%d+)_")
   local s, bh = r.bucket:match("^s(%d+)_bh(%d+)$")
-  local causal = r.key:match("_causal$") and "causal" or "full"
+  local causal = r.key:find("_causal", 1, true) and "causal" or "full"   -- also "_causal_split" keys
   local def = default_for(r.target, r.key, qk .. "x" .. v)
   local tuned_name = r.instance
   local t_def = def and cache[cache_key(r.target, r.sm_count, def, tonumber(s), tonumber(bh), causal)]
