@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Issue 5's acceptance lines from `fa8 bench` JSON lines (tools/device/h200-run --fa8-bench writes them to
+fa8-bench.jsonl): the cost of Delta-Matching per problem (forward + backward over stale, same run) and the
+throughput targets. Runs here, no GPU: it only reads what was measured, so a results README's numbers can be
+regenerated instead of worked out by hand.
+
+    python3 bench/acceptance.py bench/results/<run>/fa8-bench.jsonl [more.jsonl ...] [--out report.md]
+
+Each problem (B, H, Hkv, S, head dims, causal) is judged only against rows of the same file: costs compare times
+taken in one run. A problem measured in several files is reported once per file."""
+import argparse
+import json
+import sys
+
+MODES = ("stale", "dohat", "matched", "split")
+BUDGET = {"matched": 0.25, "split": 0.08}   # forward + backward over stale
+KEY = ("B", "H", "Hkv", "S", "dqk", "dv", "causal")
+NEEDED = KEY + ("system", "fwd_ms", "bwd_ms", "fwd_tflops", "bwd_tflops")
+# TFLOP/s targets at S = 8K, B*H = 64 (issue 5): forward by head dim (non-causal), backward d128 by causal
+FWD_TARGET = {(128, 128): 900.0, (256, 256): 1000.0}
+BWD_TARGET = {False: 600.0, True: 550.0}
+CAUSAL_WITHIN = 0.15   # causal forward within 15 % of non-causal
+
+
+class BadInput(Exception):
+    pass
+
+
+def read_rows(path):
+    """The JSON lines of one file (other lines, e.g. a tool's messages, are skipped); a malformed JSON line or a
+    row without the fields a judgement needs is an error naming file:line and the field."""
+    rows = []
+    try:
+        f = open(path, encoding="utf-8")
+    except OSError as e:
+        raise BadInput(f"{path}: {e.strerror}")
+    with f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line.startswith("{"):
+                continue
+            try:
+                r = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise BadInput(f"{path}:{n}: not JSON ({e.msg})")
+            for k in NEEDED:
+                if k not in r:
+                    raise BadInput(f"{path}:{n}: no '{k}' field")
+            mode = r["system"][4:] if r["system"].startswith("fa8-") else None
+            if mode not in MODES:
+                continue   # a peer's row (cudnn-fp8, sdpa-...): not judged here
+            for k in ("fwd_ms", "bwd_ms"):
+                if not isinstance(r[k], (int, float)) or not r[k] > 0:
+                    raise BadInput(f"{path}:{n}: {k} {r[k]!r} is not a positive time")
+            r["mode"] = mode
+            rows.append(r)
+    return rows
+
+
+def problems(rows):
+    """{problem key: {mode: row}} in first-seen order; a mode measured twice keeps its last row"""
+    out = {}
+    for r in rows:
+        out.setdefault(tuple(r[k] for k in KEY), {})[r["mode"]] = r
+    return out
+
+
+def name(key):
+    B, H, Hkv, S, dqk, dv, causal = key
+    geo = f"d{dqk}" if dqk == dv else f"{dqk}x{dv}"
+    heads = f"H{H}" if H == Hkv else f"H{H}/{Hkv}"
+    return f"{geo} {heads} S={S}{' B=' + str(B) if B != 1 else ''}{' causal' if causal else ''}"
+
+
+def costs(modes):
+    """{mode: fractional cost over stale} for the modes measured beside stale"""
+    if "stale" not in modes:
+        return {}
+    base = modes["stale"]["fwd_ms"] + modes["stale"]["bwd_ms"]
+    return {m: (r["fwd_ms"] + r["bwd_ms"]) / base - 1.0 for m, r in modes.items() if m != "stale"}
+
+
+def std_fwd(modes):
+    """the standard forward's TFLOP/s: stale's row (matched and dohat run the same forward), split's only when alone"""
+    for m in ("stale", "matched", "dohat", "split"):
+        if m in modes:
+            return modes[m]["fwd_tflops"]
+
+
+def verdict(ok):
+    return "pass" if ok else "**FAIL**"
+
+
+def report(path, rows):
+    probs = problems(rows)
+    lines = [f"## {path}", "",
+             "| problem | stale fwd / bwd ms | matched cost | split cost | fwd TFLOP/s (stale) | bwd TFLOP/s (best exact) |",
+             "|---|---|---|---|---|---|"]
+    for key, modes in probs.items():
+        c = costs(modes)
+        st = modes.get("stale")
+        # (a cost exactly at the budget passes: 1e-9 absorbs the division's rounding)
+        cell = lambda m: (f"{c[m] * 100:+.1f} % ({verdict(c[m] <= BUDGET[m] + 1e-9)})" if m in c else "–")
+        exact = [modes[m]["bwd_tflops"] for m in ("matched", "split") if m in modes]
+        times = f"{st['fwd_ms']:.3f} / {st['bwd_ms']:.2f}" if st else "(no stale row)"
+        fwd = f"{st['fwd_tflops']:.0f}" if st else "–"
+        bwd = f"{max(exact):.0f}" if exact else "–"
+        lines.append(f"| {name(key)} | {times} | {cell('matched')} | {cell('split')} | {fwd} | {bwd} |")
+    checks = []
+    for key, modes in probs.items():
+        B, H, Hkv, S, dqk, dv, causal = key
+        if S != 8192 or B * H != 64:
+            continue
+        fwd = std_fwd(modes)
+        target = FWD_TARGET.get((dqk, dv))
+        if target and not causal:
+            checks.append(f"- forward {name(key)}: {fwd:.0f} TFLOP/s, target {target:.0f}: {verdict(fwd >= target)}")
+        if causal:
+            twin = probs.get((B, H, Hkv, S, dqk, dv, False))
+            if twin:
+                full = std_fwd(twin)
+                gap = 1.0 - fwd / full
+                checks.append(f"- causal forward {name(key)}: {fwd:.0f} against {full:.0f} non-causal "
+                              f"({gap * 100:.1f} % below, limit {CAUSAL_WITHIN * 100:.0f} %): {verdict(gap <= CAUSAL_WITHIN)}")
+        if (dqk, dv) == (128, 128):
+            exact = [modes[m]["bwd_tflops"] for m in ("matched", "split") if m in modes]
+            if exact:
+                t = BWD_TARGET[bool(causal)]
+                checks.append(f"- backward {name(key)}, faster exact mode: {max(exact):.0f} TFLOP/s, target {t:.0f}: "
+                              f"{verdict(max(exact) >= t)}")
+    if checks:
+        lines += ["", "Throughput targets (S=8K, B·H=64):", ""] + checks
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("jsonl", nargs="+", help="fa8 bench JSON lines (fa8-bench.jsonl)")
+    ap.add_argument("--out", help="write the report here instead of stdout")
+    a = ap.parse_args(argv)
+    try:
+        parts = []
+        for path in a.jsonl:
+            rows = read_rows(path)
+            if not rows:
+                raise BadInput(f"{path}: no fa8 bench rows")
+            parts.append(report(path, rows))
+    except BadInput as e:
+        print(f"acceptance: {e}", file=sys.stderr)
+        return 1
+    text = "\n".join(parts)
+    if a.out:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""bench/acceptance.py (stdlib only): Delta-Matching costs and issue 5's throughput verdicts on synthetic bench rows
+whose answers are worked out here, its refusals of bad input, and a committed H200 run whose costs its README
+states."""
+import io
+import json
+import os
+import sys
+import tempfile
+import unittest
+from contextlib import redirect_stderr, redirect_stdout
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+import acceptance  # noqa: E402
+
+
+def row(mode, fwd_ms, bwd_ms, fwd_tf=0.0, bwd_tf=0.0, d=128, causal=False, H=64, Hkv=64, S=8192):
+    return dict(system=f"fa8-{mode}", B=1, H=H, Hkv=Hkv, S=S, dqk=d, dv=d, causal=causal, fwd_ms=fwd_ms,
+                bwd_ms=bwd_ms, fwd_tflops=fwd_tf, bwd_tflops=bwd_tf, fwd="f", bwd="b")
+
+
+class Run(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, lines):
+        path = os.path.join(self.dir.name, "fa8-bench.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
+        return path
+
+    def run_tool(self, *args):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = acceptance.main(list(args))
+        return rc, out.getvalue(), err.getvalue()
+
+
+class Costs(Run):
+    def test_costs_and_budgets(self):
+        # stale 1 + 4 = 5 ms; matched 1 + 5.2 = 6.2 (+24 %, inside 25 %); split 1.5 + 4 = 5.5 (+10 %, over 8 %)
+        path = self.write([row("stale", 1.0, 4.0, 700, 450), row("matched", 1.0, 5.2, 700, 350),
+                           row("split", 1.5, 4.0, 470, 450)])
+        rc, out, _ = self.run_tool(path)
+        self.assertEqual(rc, 0)
+        line = next(x for x in out.splitlines() if x.startswith("| d128 H64 S=8192 |"))
+        self.assertIn("+24.0 % (pass)", line)
+        self.assertIn("+10.0 % (**FAIL**)", line)
+        self.assertIn("| 700 | 450 |", line)   # stale's forward; the faster exact backward (split)
+
+    def test_edge_of_the_budget_passes(self):
+        path = self.write([row("stale", 1.0, 3.0), row("matched", 1.0, 4.0), row("split", 1.0, 3.32)])
+        _, out, _ = self.run_tool(path)
+        self.assertIn("+25.0 % (pass)", out)
+        self.assertIn("+8.0 % (pass)", out)
+
+    def test_peers_and_messages_are_skipped_and_costs_stay_within_a_file(self):
+        path = self.write(["ptxas info: something", row("stale", 1.0, 4.0),
+                           dict(row("stale", 9.0, 9.0), system="sdpa-bf16-cudnn"), row("matched", 1.0, 4.5)])
+        other = os.path.join(self.dir.name, "other.jsonl")
+        with open(other, "w") as f:
+            f.write(json.dumps(row("stale", 2.0, 8.0)) + "\n" + json.dumps(row("split", 2.0, 8.4)) + "\n")
+        rc, out, _ = self.run_tool(path, other)
+        self.assertEqual(rc, 0)
+        self.assertIn("+10.0 % (pass)", out)   # matched 5.5 over stale 5, this file's stale row, not the peer's
+        self.assertIn("+4.0 % (pass)", out)    # split 10.4 over the other file's stale 10
+        self.assertEqual(out.count("## "), 2)
+
+    def test_no_stale_row_no_costs(self):
+        path = self.write([row("matched", 1.0, 5.0, 700, 350)])
+        _, out, _ = self.run_tool(path)
+        self.assertIn("| d128 H64 S=8192 | (no stale row) | – | – | – | 350 |", out)
+
+
+class Targets(Run):
+    def test_throughput_verdicts(self):
+        path = self.write([row("stale", 1.0, 4.0, 910, 500), row("split", 1.3, 4.0, 600, 610),
+                           row("stale", 0.6, 2.2, 760, 480, causal=True), row("split", 0.8, 2.2, 500, 540, causal=True),
+                           row("stale", 2.0, 8.0, 990, 360, d=256)])
+        _, out, _ = self.run_tool(path)
+        self.assertIn("- forward d128 H64 S=8192: 910 TFLOP/s, target 900: pass", out)
+        self.assertIn("- backward d128 H64 S=8192, faster exact mode: 610 TFLOP/s, target 600: pass", out)
+        self.assertIn("- backward d128 H64 S=8192 causal, faster exact mode: 540 TFLOP/s, target 550: **FAIL**", out)
+        self.assertIn("760 against 910 non-causal (16.5 % below, limit 15 %): **FAIL**", out)
+        self.assertIn("- forward d256 H64 S=8192: 990 TFLOP/s, target 1000: **FAIL**", out)
+
+    def test_targets_only_at_8k_and_64_heads(self):
+        path = self.write([row("stale", 1.0, 4.0, 100, 100, S=4096), row("stale", 1.0, 4.0, 100, 100, H=32, Hkv=32)])
+        _, out, _ = self.run_tool(path)
+        self.assertNotIn("Throughput targets", out)
+
+
+class BadInput(Run):
+    def expect_error(self, lines, pattern):
+        rc, out, err = self.run_tool(self.write(lines))
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, "")
+        self.assertRegex(err, pattern)
+
+    def test_malformed_json_names_the_line(self):
+        self.expect_error([row("stale", 1.0, 4.0), '{"system": "fa8-split", '], r"fa8-bench\.jsonl:2: not JSON")
+
+    def test_missing_field_is_named(self):
+        r = row("stale", 1.0, 4.0)
+        del r["bwd_ms"]
+        self.expect_error([r], r"fa8-bench\.jsonl:1: no 'bwd_ms' field")
+
+    def test_bad_time_is_named(self):
+        self.expect_error([row("stale", 1.0, 0.0)], r"fa8-bench\.jsonl:1: bwd_ms 0\.0 is not a positive time")
+        self.expect_error([dict(row("stale", 1.0, 4.0), fwd_ms="fast")], r"fwd_ms 'fast' is not a positive time")
+
+    def test_no_rows_and_missing_file(self):
+        self.expect_error(["no json here"], r"no fa8 bench rows")
+        rc, _, err = self.run_tool(os.path.join(self.dir.name, "absent.jsonl"))
+        self.assertEqual(rc, 1)
+        self.assertIn("absent.jsonl", err)
+
+
+class Committed(unittest.TestCase):
+    def test_f9e91d6_costs_as_its_readme_states(self):
+        path = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-f9e91d6", "fa8-bench.jsonl")
+        probs = acceptance.problems(acceptance.read_rows(path))
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 256, 256, False)])
+        self.assertAlmostEqual(c["matched"] * 100, 19.9, delta=0.05)
+        self.assertAlmostEqual(c["split"] * 100, 6.4, delta=0.05)
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 128, 128, False)])
+        self.assertAlmostEqual(c["matched"] * 100, 22.7, delta=0.05)
+        self.assertAlmostEqual(c["split"] * 100, 9.0, delta=0.05)
+
+
+if __name__ == "__main__":
+    unittest.main()
