@@ -4,10 +4,11 @@ fa8-bench.jsonl): the cost of Delta-Matching per problem (forward + backward ove
 throughput targets. Runs here, no GPU: it only reads what was measured, so a results README's numbers can be
 regenerated instead of worked out by hand.
 
-    python3 bench/acceptance.py bench/results/<run>/fa8-bench.jsonl [more.jsonl ...] [--out report.md]
+    python3 bench/acceptance.py bench/results/<run>/fa8-bench.jsonl [results.json ...] [--out report.md]
 
-Each problem (B, H, Hkv, S, head dims, causal) is judged only against rows of the same file: costs compare times
-taken in one run. A problem measured in several files is reported once per file."""
+A file is JSON lines (fa8 bench) or bench/run.py's results.json (its "rows", the peers' included). Each problem
+(B, H, Hkv, S, head dims, causal) is judged only against rows of the same file: costs compare times taken in one
+run, and the backward's target also asks for more than cuDNN's BF16 SDPA measured in that run (results.json)."""
 import argparse
 import json
 import sys
@@ -26,34 +27,63 @@ class BadInput(Exception):
     pass
 
 
-def read_rows(path):
-    """The JSON lines of one file (other lines, e.g. a tool's messages, are skipped); a malformed JSON line or a
-    row without the fields a judgement needs is an error naming file:line and the field."""
-    rows = []
+PEER_BF16 = "sdpa-bf16-cudnn"   # the backward target's "above cuDNN BF16 in the same run"
+
+
+def raw_rows(path):
+    """(where, row) of one file: JSON lines (other lines, e.g. a tool's messages, are skipped) or a results.json
+    with a "rows" list; malformed JSON is an error naming file:line"""
     try:
-        f = open(path, encoding="utf-8")
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
     except OSError as e:
         raise BadInput(f"{path}: {e.strerror}")
-    with f:
-        for n, line in enumerate(f, 1):
-            line = line.strip()
-            if not line.startswith("{"):
-                continue
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise BadInput(f"{path}:{n}: not JSON ({e.msg})")
-            for k in NEEDED:
-                if k not in r:
-                    raise BadInput(f"{path}:{n}: no '{k}' field")
-            mode = r["system"][4:] if r["system"].startswith("fa8-") else None
-            if mode not in MODES:
-                continue   # a peer's row (cudnn-fp8, sdpa-...): not judged here
-            for k in ("fwd_ms", "bwd_ms"):
-                if not isinstance(r[k], (int, float)) or not r[k] > 0:
-                    raise BadInput(f"{path}:{n}: {k} {r[k]!r} is not a positive time")
-            r["mode"] = mode
-            rows.append(r)
+    if path.endswith(".json"):
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise BadInput(f"{path}:{e.lineno}: not JSON ({e.msg})")
+        if not isinstance(doc, dict) or not isinstance(doc.get("rows"), list):
+            raise BadInput(f"{path}: no \"rows\" list (bench/run.py's results.json has one)")
+        return [(f"{path}: row {n}", r) for n, r in enumerate(doc["rows"], 1)]
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line.startswith("{"):
+            continue
+        try:
+            out.append((f"{path}:{n}", json.loads(line)))
+        except json.JSONDecodeError as e:
+            raise BadInput(f"{path}:{n}: not JSON ({e.msg})")
+    return out
+
+
+def read_rows(path, peers=None, errors=None):
+    """fa8's rows of one file, checked: a row without the fields a judgement needs, or with a time that is not
+    positive, is an error naming where and the field. Peers' rows (cudnn-fp8, sdpa-...) go to `peers`
+    ({problem key: {system: row}}) when given, else are skipped. A row that records a refusal or failure
+    instead of times (an "error" field, as results.json has for a peer that declines a shape) goes to `errors`."""
+    rows = []
+    for where, r in raw_rows(path):
+        if not isinstance(r, dict):
+            raise BadInput(f"{where}: not an object")
+        if "error" in r:
+            if errors is not None:
+                errors.append(f"{r.get('system', '?')} {where}: {str(r['error'])[:100]}")
+            continue
+        for k in NEEDED:
+            if k not in r:
+                raise BadInput(f"{where}: no '{k}' field")
+        mode = r["system"][4:] if str(r["system"]).startswith("fa8-") else None
+        if mode not in MODES:
+            if peers is not None and isinstance(r.get("bwd_tflops"), (int, float)):
+                peers.setdefault(tuple(r[k] for k in KEY), {})[r["system"]] = r
+            continue
+        for k in ("fwd_ms", "bwd_ms"):
+            if not isinstance(r[k], (int, float)) or not r[k] > 0:
+                raise BadInput(f"{where}: {k} {r[k]!r} is not a positive time")
+        r["mode"] = mode
+        rows.append(r)
     return rows
 
 
@@ -91,8 +121,9 @@ def verdict(ok):
     return "pass" if ok else "**FAIL**"
 
 
-def report(path, rows):
+def report(path, rows, peers=None, errors=()):
     probs = problems(rows)
+    peers = peers or {}
     lines = [f"## {path}", "",
              "| problem | stale fwd / bwd ms | matched cost | split cost | fwd TFLOP/s (stale) | bwd TFLOP/s (best exact) |",
              "|---|---|---|---|---|---|"]
@@ -128,23 +159,30 @@ def report(path, rows):
                 t = BWD_TARGET[bool(causal)]
                 checks.append(f"- backward {name(key)}, faster exact mode: {max(exact):.0f} TFLOP/s, target {t:.0f}: "
                               f"{verdict(max(exact) >= t)}")
+                bf16 = peers.get(key, {}).get(PEER_BF16)
+                if bf16:
+                    checks.append(f"- backward {name(key)}, faster exact mode above cuDNN BF16 in the same run "
+                                  f"({bf16['bwd_tflops']:.0f}): {verdict(max(exact) > bf16['bwd_tflops'])}")
     if checks:
         lines += ["", "Throughput targets (S=8K, B·H=64):", ""] + checks
+    if errors:
+        lines += ["", "Rows without times (skipped):", ""] + [f"- {e}" for e in errors]
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("jsonl", nargs="+", help="fa8 bench JSON lines (fa8-bench.jsonl)")
+    ap.add_argument("jsonl", nargs="+", help="fa8 bench JSON lines (fa8-bench.jsonl) or bench/run.py's results.json")
     ap.add_argument("--out", help="write the report here instead of stdout")
     a = ap.parse_args(argv)
     try:
         parts = []
         for path in a.jsonl:
-            rows = read_rows(path)
+            peers, errors = {}, []
+            rows = read_rows(path, peers, errors)
             if not rows:
                 raise BadInput(f"{path}: no fa8 bench rows")
-            parts.append(report(path, rows))
+            parts.append(report(path, rows, peers, errors))
     except BadInput as e:
         print(f"acceptance: {e}", file=sys.stderr)
         return 1

@@ -94,6 +94,32 @@ class Targets(Run):
         self.assertNotIn("Throughput targets", out)
 
 
+class Peers(Run):
+    def test_results_json_with_peers_and_refusals(self):
+        path = os.path.join(self.dir.name, "results.json")
+        rows = [row("stale", 1.0, 4.0, 700, 450, Hkv=8), row("split", 1.3, 4.0, 470, 560, Hkv=8),
+                dict(row("stale", 1.0, 4.0, 690, 580, Hkv=8), system="sdpa-bf16-cudnn"),
+                row("stale", 0.6, 2.2, 690, 420, Hkv=8, causal=True), row("matched", 0.6, 2.8, 690, 330, Hkv=8, causal=True),
+                dict(row("stale", 1.0, 4.0, 0, 0, Hkv=8, causal=True), system="sdpa-bf16-cudnn", bwd_tflops=300.0),
+                {"system": "cudnn-fp8", "B": 1, "H": 64, "Hkv": 8, "S": 8192, "dqk": 256, "dv": 256, "causal": False,
+                 "error": "no engine for this graph"}]
+        with open(path, "w") as f:
+            json.dump({"env": {}, "rows": rows}, f)
+        rc, out, _ = self.run_tool(path)
+        self.assertEqual(rc, 0)
+        self.assertIn("- backward d128 H64/8 S=8192, faster exact mode above cuDNN BF16 in the same run (580): **FAIL**", out)
+        self.assertIn("- backward d128 H64/8 S=8192 causal, faster exact mode above cuDNN BF16 in the same run (300): pass", out)
+        self.assertIn("- cudnn-fp8 " + path + ": row 7: no engine for this graph", out)
+        self.assertNotIn("| d256", out)   # a refusal is not a problem row
+
+    def test_committed_results_json(self):
+        path = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-f9e91d6", "results.json")
+        rc, out, _ = self.run_tool(path)
+        self.assertEqual(rc, 0)
+        self.assertIn("- forward d256 H64/8 S=8192: 1056 TFLOP/s, target 1000: pass", out)
+        self.assertIn("above cuDNN BF16 in the same run (528): **FAIL**", out)
+
+
 class BadInput(Run):
     def expect_error(self, lines, pattern):
         rc, out, err = self.run_tool(self.write(lines))
@@ -112,6 +138,14 @@ class BadInput(Run):
     def test_bad_time_is_named(self):
         self.expect_error([row("stale", 1.0, 0.0)], r"fa8-bench\.jsonl:1: bwd_ms 0\.0 is not a positive time")
         self.expect_error([dict(row("stale", 1.0, 4.0), fwd_ms="fast")], r"fwd_ms 'fast' is not a positive time")
+
+    def test_results_json_without_rows(self):
+        path = os.path.join(self.dir.name, "results.json")
+        with open(path, "w") as f:
+            f.write('{"env": {}}')
+        rc, _, err = self.run_tool(path)
+        self.assertEqual(rc, 1)
+        self.assertIn('results.json: no "rows" list', err)
 
     def test_no_rows_and_missing_file(self):
         self.expect_error(["no json here"], r"no fa8 bench rows")
