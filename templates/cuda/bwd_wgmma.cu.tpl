@@ -246,105 +246,105 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   auto s_issue = [&](int next) {
     const int sn = next % STAGES;
     fa8_mbar_wait(&s.full[sn], (next / STAGES) & 1);
+    fa8_wgmma_fence();
     fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
     fa8_wgmma_commit();
   };
   const int ntiles = query_tiles(), total = group * ntiles;
   if (total > 0) s_issue(0);
   for (int it = 0, h = kh * group, mt = 0; it < total; ++it) {
-    {
-      const int st = it % STAGES, m0 = m_first + mt * BM;
-      const fa8_qrows &r = s.rows[st];
-      fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
-      fa8_wgmma_commit();
-      fa8_wgmma_wait<0>();
-      fa8_fence_regs(sacc);
-      fa8_fence_regs(dacc);
-      /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
-       * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
-      float amax = 0.0f;
-      if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-        ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-      else
-        ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-      /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups */
+    const int st = it % STAGES, m0 = m_first + mt * BM;
+    const fa8_qrows &r = s.rows[st];
+    fa8_wgmma_fence();
+    fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
+    fa8_wgmma_commit();
+    fa8_wgmma_wait<0>();
+    fa8_fence_regs(sacc);
+    fa8_fence_regs(dacc);
+    /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
+     * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
+    float amax = 0.0f;
+    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+      ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
+    else
+      ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
+    /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups */
 #pragma unroll
-      for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
-      fa8_named_sync(1, 128 * CONSUMERS);
-      float tmax = 0.0f;
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
+    fa8_named_sync(1, 128 * CONSUMERS);
+    float tmax = 0.0f;
 #pragma unroll
-      for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
-      const int e2 = fa8_tile_exponent(tmax, ds_max);
-      /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
-      const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2) * (1.0f / P_SCALE);
-      if constexpr (STATS) {
-        add_diag(s.diag, sacc, dacc, r, down, up);
-        fa8_named_sync(3, 128 * CONSUMERS);
-        flush_diag(s.diag, a, b, h, m0);
-      }
-
-      /* dK and dV in units of their current descale (constant over the query tile) */
-      const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
-      const float rv = fv_prev / fv, rk = fk_prev / fk;
-      /* the factors are uniform over the CTA and mostly 1 (dO's scale block spans the tiles; the dS^ exponent
-       * often repeats): skip the 64-128 multiplies per thread then */
-      if (rv != 1.0f) {
-#pragma unroll
-        for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
-      }
-      if (rk != 1.0f) {
-#pragma unroll
-        for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
-      }
-      fv_prev = fv;
-      fk_prev = fk;
-
-      /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
-#pragma unroll
-      for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
-      uint32_t pa[BM / 32][4], da[BM / 32][4];
-      fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
-      fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
-      if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
-#pragma unroll
-        for (int i = 0; i < BM / 2; ++i)
-          s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
-      } else {
-        store_ds_t(&s.ds[cw][0], da, warp, lane);
-      }
-      fa8_fence_async_smem();
-
-      fa8_wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc(&s.dot[st][0] + k * 32));
-#pragma unroll
-      for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc(&s.qt[st][0] + k * 32));
-      fa8_wgmma_commit();
-      fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
-      float dq[NQ / 2];
-      fa8_wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < BN / 32; ++k)
-        wgmma_dq(dq, fa8_wgmma_desc(&s.ds[k / 2][0] + (k % 2) * 32),
-                 fa8_wgmma_desc(&s.kt[k / 2][cw * NQ * FA8_CHUNK] + (k % 2) * 32), k > 0);
-      fa8_wgmma_commit();
-      if (it + 1 < total) {
-        s_issue(it + 1);
-        fa8_wgmma_wait<1>();   /* this tile's dK/dV/dQ group; the next tile's recompute stays in flight */
-      } else {
-        fa8_wgmma_wait<0>();
-      }
-      fa8_fence_regs(dv);
-      fa8_fence_regs(dk);
-      fa8_fence_regs(dq);
-      fa8_mbar_arrive(&s.empty[st]);
-      /* double-buffered staging: the buffer written next tile was read by the reduce of the tile before, which the
-       * issuing thread waits for before it reaches the next tile's CTA-wide barriers (every writer passes them) */
-      if (DQ_STAGED && !STATS && prm.m.dq_tma)
-        fa8_dq_stage_add<NQ, 1>(&s.dqs[cw][it & 1][0][0], &prm.m.tdq, b, h, m0, cw * NQ, dq, up * ks_tile * c, 4 + cw);
-      else fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
+    for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
+    const int e2 = fa8_tile_exponent(tmax, ds_max);
+    /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
+    const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2) * (1.0f / P_SCALE);
+    if constexpr (STATS) {
+      add_diag(s.diag, sacc, dacc, r, down, up);
+      fa8_named_sync(3, 128 * CONSUMERS);
+      flush_diag(s.diag, a, b, h, m0);
     }
+
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
+    const float rv = fv_prev / fv, rk = fk_prev / fk;
+    /* the factors are uniform over the CTA and mostly 1 (dO's scale block spans the tiles; the dS^ exponent
+     * often repeats): skip the 64-128 multiplies per thread then */
+    if (rv != 1.0f) {
+#pragma unroll
+      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
+    }
+    if (rk != 1.0f) {
+#pragma unroll
+      for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
+    }
+    fv_prev = fv;
+    fk_prev = fk;
+
+    /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
+    uint32_t pa[BM / 32][4], da[BM / 32][4];
+    fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
+    fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
+    if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
+#pragma unroll
+      for (int i = 0; i < BM / 2; ++i)
+        s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
+    } else {
+      store_ds_t(&s.ds[cw][0], da, warp, lane);
+    }
+    fa8_fence_async_smem();
+
+    fa8_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc(&s.dot[st][0] + k * 32));
+#pragma unroll
+    for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc(&s.qt[st][0] + k * 32));
+    fa8_wgmma_commit();
+    fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
+    float dq[NQ / 2];
+    fa8_wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < BN / 32; ++k)
+      wgmma_dq(dq, fa8_wgmma_desc(&s.ds[k / 2][0] + (k % 2) * 32),
+               fa8_wgmma_desc(&s.kt[k / 2][cw * NQ * FA8_CHUNK] + (k % 2) * 32), k > 0);
+    fa8_wgmma_commit();
+    if (it + 1 < total) {
+      s_issue(it + 1);
+      fa8_wgmma_wait<1>();   /* this tile's dK/dV/dQ group; the next tile's recompute stays in flight */
+    } else {
+      fa8_wgmma_wait<0>();
+    }
+    fa8_fence_regs(dv);
+    fa8_fence_regs(dk);
+    fa8_fence_regs(dq);
+    fa8_mbar_arrive(&s.empty[st]);
+    /* double-buffered staging: the buffer written next tile was read by the reduce of the tile before, which the
+     * issuing thread waits for before it reaches the next tile's CTA-wide barriers (every writer passes them) */
+    if (DQ_STAGED && !STATS && prm.m.dq_tma)
+      fa8_dq_stage_add<NQ, 1>(&s.dqs[cw][it & 1][0][0], &prm.m.tdq, b, h, m0, cw * NQ, dq, up * ks_tile * c, 4 + cw);
+    else fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
     if (++mt == ntiles) {
       mt = 0;
       ++h;

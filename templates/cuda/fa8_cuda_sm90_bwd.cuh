@@ -90,9 +90,9 @@ FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
  * 512-byte swizzle period). One instruction sequence for the backward and for the matched delta prep: an
  * instance's prep uses the N of its backward (m64n64 per 64-key warpgroup, or m64n32 per query half when the
  * warpgroups split the head dim), since a different wgmma shape need not give bit-identical sums. */
+/* the two halves issue only: the caller fences before (once for both, when it issues them together) and commits */
 template <fa8_fmt FMT, int DQK, int N = 64>
 __device__ __forceinline__ void fa8_recompute_s_issue(float (&s)[N / 2], const uint8_t *k, int kcs, const uint8_t *q) {
-  fa8_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < DQK / 32; ++kk)
     fa8_wgmma_ss_n<FMT, FMT, N>::run(s, fa8_wgmma_desc(k + (kk / 2) * kcs + (kk % 2) * 32),
@@ -100,7 +100,6 @@ __device__ __forceinline__ void fa8_recompute_s_issue(float (&s)[N / 2], const u
 }
 template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DV, int N = 64>
 __device__ __forceinline__ void fa8_recompute_dp_issue(float (&dp)[N / 2], const uint8_t *v, int vcs, const uint8_t *dout) {
-  fa8_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < DV / 32; ++kk)
     fa8_wgmma_ss_n<FMT, FMT_GRAD, N>::run(dp, fa8_wgmma_desc(v + (kk / 2) * vcs + (kk % 2) * 32),
@@ -111,6 +110,7 @@ __device__ __forceinline__ void fa8_recompute_dp_issue(float (&dp)[N / 2], const
 template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DQK, int DV, int N = 64>
 __device__ __forceinline__ void fa8_recompute_issue(float (&s)[N / 2], float (&dp)[N / 2], const uint8_t *k, int kcs,
                                                     const uint8_t *v, int vcs, const uint8_t *q, const uint8_t *dout) {
+  fa8_wgmma_fence();
   fa8_recompute_s_issue<FMT, DQK, N>(s, k, kcs, q);
   fa8_recompute_dp_issue<FMT, FMT_GRAD, DV, N>(dp, v, vcs, dout);
   fa8_wgmma_commit();
