@@ -13,6 +13,8 @@ import argparse
 import json
 import sys
 
+from report_io import BadInput, emit
+
 MODES = ("stale", "dohat", "matched", "split")
 BUDGET = {"matched": 0.25, "split": 0.08}   # forward + backward over stale
 KEY = ("B", "H", "Hkv", "S", "dqk", "dv", "causal")
@@ -21,10 +23,6 @@ NEEDED = KEY + ("system", "fwd_ms", "bwd_ms", "fwd_tflops", "bwd_tflops")
 FWD_TARGET = {(128, 128): 900.0, (256, 256): 1000.0}
 BWD_TARGET = {False: 600.0, True: 550.0}
 CAUSAL_WITHIN = 0.15   # causal forward within 15 % of non-causal
-
-
-class BadInput(Exception):
-    pass
 
 
 PEER_BF16 = "sdpa-bf16-cudnn"   # the backward target's "above cuDNN BF16 in the same run"
@@ -187,11 +185,7 @@ def main(argv=None):
         print(f"acceptance: {e}", file=sys.stderr)
         return 1
     text = "\n".join(parts)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    emit(text, a.out)
     return 0
 
 

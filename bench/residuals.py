@@ -11,16 +11,14 @@ import argparse
 import re
 import sys
 
+from report_io import BadInput, emit
+
 MODES = ("stale", "dohat", "matched", "split")
 # the suite prints the case padded to 30 columns, then the mode padded to 7 (tests/test_gpu.c)
 ROWSUM = re.compile(r"^\[gpu-vs-cpu\] (.{30}) (stale|dohat|matched|split)\s+\S+: .*\| rowsum pre-ra max gpu (\S+) cpu \S+ "
                     r"post-ra mean gpu (\S+) cpu \S+")
 GRADS = re.compile(r"^\[gpu-vs-fp64\] (.{30}) (stale|dohat|matched|split)\s+\S+: O gpu \S+ cpu \S+ dQ (\S+) \S+ "
                    r"dK (\S+) \S+ dV (\S+) \S+")
-
-
-class BadInput(Exception):
-    pass
 
 
 def num(text, where):
@@ -81,11 +79,7 @@ def main(argv=None):
         print(f"residuals: {e}", file=sys.stderr)
         return 1
     text = table(cases)
-    if a.out:
-        with open(a.out, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    emit(text, a.out)
     return 0
 
 
