@@ -56,6 +56,13 @@ class Residuals(unittest.TestCase):
         self.assertEqual(rc, 1)
         self.assertIn("no [gpu-vs-cpu] or [gpu-vs-fp64] lines", err)
 
+    def test_missing_file_is_named(self):
+        out, err = io.StringIO(), io.StringIO()
+        with redirect_stdout(out), redirect_stderr(err):
+            rc = residuals.main([os.path.join(ROOT, "no-such-testlog.txt")])
+        self.assertEqual((rc, out.getvalue()), (1, ""))
+        self.assertIn("no-such-testlog.txt: No such file or directory", err.getvalue())
+
     def test_committed_log(self):
         cases = residuals.parse(os.path.join(ROOT, "bench", "results", "2026-11-30-h200-57d84f9", "testlog.txt"))
         c = cases["d128 gqa causal 1024"]
