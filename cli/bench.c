@@ -32,6 +32,7 @@ int cli_bench(int argc, char **argv) {
     { "causal", OPT_FLAG, &c.p.causal, 0, 0, "causal (off)" },
     { "modes", OPT_STR, &modes, 0, 0, "delta modes (all)" },
     { "reps", OPT_INT, &reps, 1, 10000, "timed repetitions (20)" },
+    { "scale-rows", OPT_INT, &c.scale_rows, 0, 1 << 24, "quantizer scale block rows (128; 0: per-tensor scales)" },
   };
   const int pr = opts_parse("bench", argc, argv, specs, (int)(sizeof specs / sizeof specs[0]));
   if (pr) return pr > 0 ? 0 : 2;

@@ -49,8 +49,10 @@ struct Params {
   CUtensorMap tq, tdo, tk, tv;
 };
 
-/* acc += P dP^, psum += P over this thread's elements of a recomputed 64 x 64 tile (per query column j);
- * MASK: the tile crosses a sequence end or the causal diagonal */
+/* acc += P dP^ / dos, psum += P over this thread's elements of a recomputed 64 x 64 tile (per query column j);
+ * MASK: the tile crosses a sequence end or the causal diagonal. The dO scale (dos) is a factor of the whole query
+ * row: it multiplies the row's sum once at the end instead of every element (one FMUL and one shared load per
+ * element less); P and the dP^ accumulators are still the backward's bit for bit. */
 template <bool MASK>
 __device__ __forceinline__ void accumulate(const float (&sacc)[QW / 2], const float (&dacc)[QW / 2], const fa8_qrows &r,
                                            const fa8_delta_args &a, int m0, int q0, int key, float kc, const float (&vs)[2],
@@ -61,7 +63,7 @@ __device__ __forceinline__ void accumulate(const float (&sacc)[QW / 2], const fl
     const int kr = key + 8 * rr;
     const bool vis = !MASK || fa8_visible(row, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
     float p, dpv;
-    fa8_p_dp<MASK>(sacc[i], dacc[i], fa8_logit_factor(r.qs[ql], kc), r.lse2[ql], r.dos[ql] * vs[rr], vis, p, dpv);
+    fa8_p_dp<MASK>(sacc[i], dacc[i], fa8_logit_factor(r.qs[ql], kc), r.lse2[ql], vs[rr], vis, p, dpv);
     acc[j] += p * dpv;
     psum[j] += p;
   }
@@ -206,8 +208,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
       num += s.red[0][w][ql];
       den += s.red[1][w][ql];
     }
-    /* normalized by the recomputed row sum of P (docs/numerics.md): exact row sums whatever forward saved LSE */
-    a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + m0 + ql] = den > 0.0f ? num / den : 0.0f;
+    /* normalized by the recomputed row sum of P (docs/numerics.md): exact row sums whatever forward saved LSE;
+     * the row's dO scale joins here (accumulate) */
+    const float dos = s.rows[ql / BM].dos[ql % BM];
+    a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + m0 + ql] = den > 0.0f ? dos * num / den : 0.0f;
   }
 }
 }  // namespace
