@@ -7,8 +7,9 @@ regenerated instead of worked out by hand.
     python3 bench/acceptance.py bench/results/<run>/fa8-bench.jsonl [results.json ...] [--out report.md]
 
 A file is JSON lines (fa8 bench) or bench/run.py's results.json (its "rows", the peers' included). Each problem
-(B, H, Hkv, S, head dims, causal) is judged only against rows of the same file: costs compare times taken in one
-run, and the backward's target also asks for more than cuDNN's BF16 SDPA measured in that run (results.json)."""
+(B, H, Hkv, S, head dims, causal, and the quantizer's scale rows: 128 when a row does not say, 0 per-tensor) is
+judged only against rows of the same file: costs compare times taken in one run, and the backward's target also
+asks for more than cuDNN's BF16 SDPA measured in that run (results.json)."""
 import argparse
 import json
 import sys
@@ -80,24 +81,28 @@ def read_rows(path, peers=None, errors=None):
         for k in ("fwd_ms", "bwd_ms"):
             if not isinstance(r[k], (int, float)) or not r[k] > 0:
                 raise BadInput(f"{where}: {k} {r[k]!r} is not a positive time")
+        sr = r.setdefault("scale_rows", 128)   # fa8 bench's default quantization (rows before the field existed)
+        if not isinstance(sr, int) or isinstance(sr, bool) or sr < 0:
+            raise BadInput(f"{where}: scale_rows {sr!r} is not a row count >= 0")
         r["mode"] = mode
         rows.append(r)
     return rows
 
 
 def problems(rows):
-    """{problem key: {mode: row}} in first-seen order; a mode measured twice keeps its last row"""
+    """{problem key + (scale rows,): {mode: row}} in first-seen order; a mode measured twice keeps its last row"""
     out = {}
     for r in rows:
-        out.setdefault(tuple(r[k] for k in KEY), {})[r["mode"]] = r
+        out.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"],), {})[r["mode"]] = r
     return out
 
 
 def name(key):
-    B, H, Hkv, S, dqk, dv, causal = key
+    B, H, Hkv, S, dqk, dv, causal, rows = key
     geo = f"d{dqk}" if dqk == dv else f"{dqk}x{dv}"
     heads = f"H{H}" if H == Hkv else f"H{H}/{Hkv}"
-    return f"{geo} {heads} S={S}{' B=' + str(B) if B != 1 else ''}{' causal' if causal else ''}"
+    scales = "" if rows == 128 else " per-tensor" if rows == 0 else f" scale rows {rows}"
+    return f"{geo} {heads} S={S}{' B=' + str(B) if B != 1 else ''}{' causal' if causal else ''}{scales}"
 
 
 def costs(modes):
@@ -137,7 +142,7 @@ def report(path, rows, peers=None, errors=()):
         lines.append(f"| {name(key)} | {times} | {cell('matched')} | {cell('split')} | {fwd} | {bwd} |")
     checks = []
     for key, modes in probs.items():
-        B, H, Hkv, S, dqk, dv, causal = key
+        B, H, Hkv, S, dqk, dv, causal, srows = key
         if S != 8192 or B * H != 64:
             continue
         fwd = std_fwd(modes)
@@ -145,7 +150,7 @@ def report(path, rows, peers=None, errors=()):
         if target and not causal:
             checks.append(f"- forward {name(key)}: {fwd:.0f} TFLOP/s, target {target:.0f}: {verdict(fwd >= target)}")
         if causal:
-            twin = probs.get((B, H, Hkv, S, dqk, dv, False))
+            twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows))
             if twin:
                 full = std_fwd(twin)
                 gap = 1.0 - fwd / full
@@ -157,7 +162,7 @@ def report(path, rows, peers=None, errors=()):
                 t = BWD_TARGET[bool(causal)]
                 checks.append(f"- backward {name(key)}, faster exact mode: {max(exact):.0f} TFLOP/s, target {t:.0f}: "
                               f"{verdict(max(exact) >= t)}")
-                bf16 = peers.get(key, {}).get(PEER_BF16)
+                bf16 = peers.get(key[:len(KEY)], {}).get(PEER_BF16)
                 if bf16:
                     checks.append(f"- backward {name(key)}, faster exact mode above cuDNN BF16 in the same run "
                                   f"({bf16['bwd_tflops']:.0f}): {verdict(max(exact) > bf16['bwd_tflops'])}")

@@ -70,9 +70,9 @@ int cli_bench(int argc, char **argv) {
     const double tf = h_gpu_median_ms(fwd, &k, 3, reps), tb = h_gpu_median_ms(bwd, &k, 3, reps);
     if (tf < 0 || tb < 0) { fprintf(stderr, "fa8 bench: %s: %s\n", tok, fa8_last_error()); rc = 1; break; }
     printf("{\"system\": \"fa8-%s\", \"B\": %d, \"H\": %d, \"Hkv\": %d, \"S\": %d, \"dqk\": %d, \"dv\": %d, \"causal\": %s, "
-           "\"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
+           "\"scale_rows\": %d, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
            tok, c.p.batch, c.p.heads, c.p.kv_heads, c.p.seqlen_q, c.p.hdim_qk, c.p.hdim_v, c.p.causal ? "true" : "false",
-           tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn.fwd, dn.bwd);
+           c.scale_rows, tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn.fwd, dn.bwd);
     fflush(stdout);
   }
   h_free(&d);

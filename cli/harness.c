@@ -44,6 +44,7 @@ static int gpu_alloc(h_data *d, int64_t sq, int64_t sk) {
 int h_alloc(h_data *d, const h_config *cfg) {
   memset(d, 0, sizeof *d);
   d->cfg = *cfg;
+  d->cfg.p.scale_rows = cfg->scale_rows;   /* dispatch queries (fa8_dispatch, fa8_candidates) assume the quantization */
   const fa8_problem *p = &cfg->p;
   const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, H = p->heads, Hkv = p->kv_heads;
   d->nq = B * Sq * H * p->hdim_qk;

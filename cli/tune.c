@@ -169,6 +169,7 @@ int cli_tune(int argc, char **argv) {
   fa8_problem_init(&base);
   if (opts_backend("tune", backend, &base.backend)) return 2;
   base.num_threads = threads;
+  base.scale_rows = scale_rows;   /* candidates: the instances that serve this quantization */
   if (heads % kv) { fprintf(stderr, "fa8 tune: --heads %d is not a multiple of --kv-heads %d\n", heads, kv); return 2; }
   fa8_delta_mode mode;
   if (h_delta_from_name(delta_s, &mode)) { fprintf(stderr, "fa8 tune: --delta '%s' is not a delta mode\n", delta_s); return 2; }

@@ -52,6 +52,19 @@ class Costs(Run):
         self.assertIn("+10.0 % (**FAIL**)", line)
         self.assertIn("| 700 | 450 |", line)   # stale's forward; the faster exact backward (split)
 
+    def test_scale_rows_keep_problems_apart(self):
+        # the same shape under per-tensor scales is its own problem: its costs compare within it, and a row
+        # without the field counts as the default 128-row blocks
+        blocks = [row("stale", 1.0, 4.0, 700, 450), row("split", 1.5, 4.0, 470, 450)]
+        pt = [dict(row("stale", 0.9, 4.0, 770, 450), scale_rows=0), dict(row("split", 1.2, 4.0, 580, 450), scale_rows=0)]
+        _, out, _ = self.run_tool(self.write(blocks + pt))
+        self.assertIn("| d128 H64 S=8192 | 1.000 / 4.00 | – | +10.0 % (**FAIL**) | 700 | 450 |", out)
+        self.assertIn("| d128 H64 S=8192 per-tensor | 0.900 / 4.00 | – | +6.1 % (pass) | 770 | 450 |", out)
+        self.assertIn("- forward d128 H64 S=8192 per-tensor: 770 TFLOP/s", out)
+        rc, _, err = self.run_tool(self.write([dict(row("stale", 1.0, 4.0), scale_rows=-1)]))
+        self.assertNotEqual(rc, 0)
+        self.assertIn("scale_rows -1", err)
+
     def test_edge_of_the_budget_passes(self):
         path = self.write([row("stale", 1.0, 3.0), row("matched", 1.0, 4.0), row("split", 1.0, 3.32)])
         _, out, _ = self.run_tool(path)
@@ -158,10 +171,10 @@ class Committed(unittest.TestCase):
     def test_f9e91d6_costs_as_its_readme_states(self):
         path = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-f9e91d6", "fa8-bench.jsonl")
         probs = acceptance.problems(acceptance.read_rows(path))
-        c = acceptance.costs(probs[(1, 64, 64, 8192, 256, 256, False)])
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 256, 256, False, 128)])
         self.assertAlmostEqual(c["matched"] * 100, 19.9, delta=0.05)
         self.assertAlmostEqual(c["split"] * 100, 6.4, delta=0.05)
-        c = acceptance.costs(probs[(1, 64, 64, 8192, 128, 128, False)])
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 128, 128, False, 128)])
         self.assertAlmostEqual(c["matched"] * 100, 22.7, delta=0.05)
         self.assertAlmostEqual(c["split"] * 100, 9.0, delta=0.05)
 

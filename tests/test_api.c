@@ -836,6 +836,30 @@ Test(forced, instance_names) {
 
 /* ==== scale_rows vs the tile ================================================================== */
 
+/* fa8_dispatch and fa8_candidates have no tensors: they assume the problem's scale_rows (fa8_quantize's 128 unless
+ * set), so they name what fa8_forward would run on tensors quantized that way, and refuse what it would refuse */
+Test(scale_rows, dispatch_assumes_the_problems_quantization) {
+  fa8_problem p;
+  fa8_problem_init(&p);
+  cr_expect_eq(p.scale_rows, 128);
+  p.hdim_qk = p.hdim_v = 64; p.seqlen_q = p.seqlen_k = 200;
+  fa8_dispatch_names dn;
+  EXPECT_OK(fa8_dispatch(&p, &dn));
+  p.scale_rows = 0;   /* per-tensor */
+  EXPECT_OK(fa8_dispatch(&p, &dn));
+  p.scale_rows = 32;  /* not a multiple of the CPU forward's 64-key tile, and not covering the sequence */
+  EXPECT(fa8_dispatch(&p, &dn), FA8_ERR_UNSUPPORTED, "v.scale_rows (32)", "BLOCK_N");
+  int n = -1;
+  EXPECT_OK(fa8_candidates(&p, 0, NULL, 0, &n));
+  cr_expect_eq(n, 0, "%d forward candidates for 32-row scale blocks", n);
+  p.scale_rows = 256;   /* covers the sequence: one block */
+  EXPECT_OK(fa8_dispatch(&p, &dn));
+  EXPECT_OK(fa8_candidates(&p, 0, NULL, 0, &n));
+  cr_expect_gt(n, 0);
+  p.scale_rows = -4;
+  EXPECT(fa8_dispatch(&p, &dn), FA8_ERR_INVALID_ARGUMENT, "scale_rows (-4)");
+}
+
 Test(scale_rows, must_divide_the_tile) {
   kit k;
   kit_valid(&k, kcfg_default()); /* BLOCK_M = BLOCK_N = 64, Sq 70, Sk 90 */

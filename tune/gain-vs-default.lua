@@ -33,11 +33,12 @@ end
 local ok, rows = pcall(tuned.parse, table_path, slurp(table_path))
 if not ok then io.stderr:write("gain-vs-default: " .. rows .. "\n"); os.exit(1) end
 
--- cache lines: target|sms|genhash|candidate|B1,H64,Hkv8,S2048,full,matched <TAB> status median p20 p80 err,
--- indexed once by what a table row names: target, SM count, candidate, S, B·H (B = 1: H) and the causal flag
-local cache = {}
-local function cache_key(target, sms, cand, s, bh, causal)
-  return table.concat({ target, tostring(sms), cand, tostring(s), tostring(bh), causal }, "|")
+-- cache lines: target|sms|genhash|candidate|B1,H64,Hkv8,S2048,full,matched[,rowsN] <TAB> status median p20 p80 err,
+-- indexed once by what a table row names: target, SM count, candidate, S, B·H (B = 1: H), the causal flag, and the
+-- sweep's quantization (`fa8 tune --scale-rows N` adds ",rowsN"; the default 128-row blocks add nothing)
+local cache, sweeps = {}, { [""] = true }
+local function cache_key(target, sms, cand, s, bh, causal, rows)
+  return table.concat({ target, tostring(sms), cand, tostring(s), tostring(bh), causal, rows }, "|")
 end
 for _, cache_path in ipairs(cache_paths) do
   for line in slurp(cache_path):gmatch("[^\n]+") do
@@ -45,9 +46,23 @@ for _, cache_path in ipairs(cache_paths) do
     if key and status == "ok" then
       local target, sms, _, cand, prob = key:match("^([^|]+)|([^|]+)|([^|]+)|([^|]+)|(.+)$")
       local H, S, causal = (prob or ""):match("^B1,H(%d+),Hkv%d+,S(%d+),(%a+),")
-      if H then cache[cache_key(target, tonumber(sms), cand, tonumber(S), tonumber(H), causal)] = tonumber(med) end
+      local rows = (prob or ""):match(",(rows%d+)$") or ""
+      sweeps[rows] = true
+      if H then cache[cache_key(target, tonumber(sms), cand, tonumber(S), tonumber(H), causal, rows)] = tonumber(med) end
     end
   end
+end
+local sweep_list = {}
+for rows in pairs(sweeps) do sweep_list[#sweep_list + 1] = rows end
+table.sort(sweep_list)   -- "" (128-row blocks) first
+-- the sweep a table row came from: the one whose cache holds the row's own median for its instance (a table does
+-- not say; a per-tensor sweep's rows may name tiles that only per-tensor scales can run)
+local function sweep_of(r, s, bh, causal)
+  for _, rows in ipairs(sweep_list) do
+    local t = cache[cache_key(r.target, r.sm_count, r.instance, s, bh, causal, rows)]
+    if t and math.abs(t - r.median_us) <= 1e-4 * r.median_us + 1e-3 then return rows end
+  end
+  return ""
 end
 
 -- what the shipping build dispatches per functional key, per target
@@ -79,11 +94,13 @@ for _, r in ipairs(rows) do
   local causal = r.key:find("_causal", 1, true) and "causal" or "full"   -- also "_causal_split" keys
   local def = default_for(r.target, r.key, qk .. "x" .. v)
   local tuned_name = r.instance
-  local t_def = def and cache[cache_key(r.target, r.sm_count, def, tonumber(s), tonumber(bh), causal)]
+  local rows = sweep_of(r, tonumber(s), tonumber(bh), causal)
+  local t_def = def and cache[cache_key(r.target, r.sm_count, def, tonumber(s), tonumber(bh), causal, rows)]
   local gain = (t_def and r.median_us > 0) and (t_def / r.median_us - 1) * 100 or nil
   if gain and math.abs(gain) < 0.05 then gain = 0.0 end
   if gain then n = n + 1; sum_log = sum_log + math.log(t_def / r.median_us) end
-  out[#out + 1] = ("| %s | %s | %s | %s | %s | %.1f | %s |"):format(r.key, r.bucket, def or "(none in the default build)",
+  local bucket = rows == "" and r.bucket or ("%s (%s)"):format(r.bucket, rows == "rows0" and "per-tensor scales" or rows)
+  out[#out + 1] = ("| %s | %s | %s | %s | %s | %.1f | %s |"):format(r.key, bucket, def or "(none in the default build)",
     t_def and ("%.1f"):format(t_def) or "not timed in this sweep", tuned_name, r.median_us,
     gain and ("%+.1f%%"):format(gain) or "n/a")
 end

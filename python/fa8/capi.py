@@ -37,7 +37,7 @@ class Problem(C.Structure):
                 ("kv_heads", C.c_int32), ("hdim_qk", C.c_int32), ("hdim_v", C.c_int32), ("causal", C.c_int32),
                 ("softmax_scale", C.c_float), ("delta", C.c_int), ("fmt_qkv", C.c_int), ("fmt_grad", C.c_int),
                 ("backend", C.c_int), ("instance", C.c_char_p), ("num_threads", C.c_int32),
-                ("collect_stats", C.c_int32)]
+                ("collect_stats", C.c_int32), ("scale_rows", C.c_int32)]
 
 
 class FwdTensors(C.Structure):

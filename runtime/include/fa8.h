@@ -94,6 +94,9 @@ typedef struct {
   const char *instance;        /* force an instance (or bundle delta instance) by name; NULL: dispatch */
   int32_t num_threads;         /* CPU: 0 = all cores */
   int32_t collect_stats;       /* backward: compute dS row-sum statistics (needs workspace) */
+  int32_t scale_rows;          /* the quantization fa8_dispatch and fa8_candidates assume: rows per Q/K/V/dO scale
+                                  block, 0 per-tensor (default 128, fa8_quantize's); fa8_forward and fa8_backward read
+                                  the tensors' own. Some instances serve per-tensor scales only (a 192-key forward) */
 } fa8_problem;
 
 void fa8_problem_init(fa8_problem *p);

@@ -13,6 +13,7 @@ void fa8_problem_init(fa8_problem *p) {
   p->delta = FA8_DELTA_MATCHED;
   p->fmt_qkv = p->fmt_grad = FA8_FMT_E4M3;
   p->backend = FA8_BACKEND_CPU;
+  p->scale_rows = 128;   /* fa8_quant_problem_init's */
 }
 
 void fa8_quant_problem_init(fa8_quant_problem *p) {
@@ -354,8 +355,10 @@ fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out) {
   FA8_TRY(fa8__check_problem(p));
   FA8_TRY(backend_ok(p->backend));
   if (!out) return fa8__fail(FA8_ERR_NULL_POINTER, "out is NULL");
-  /* the names for tensors as fa8_quantize lays them out (aligned, with transposed copies) */
-  const fa8__fit fit = { { 0, 0, 0, 0 }, 1 };
+  /* the names for tensors as fa8_quantize lays them out (aligned, with transposed copies), with the problem's
+   * scale rows */
+  const int32_t r = p->scale_rows;
+  const fa8__fit fit = { { r, r, r, r }, 1 };
   fa8__plan plan;
   FA8_TRY(fa8__plan_attention(p, &fit, &plan));
   FA8_TRY(fa8__require(p, &fit, FA8_DIR_FWD, plan.fwd));

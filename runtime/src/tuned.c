@@ -281,7 +281,9 @@ fa8_status fa8_candidates(const fa8_problem *p, int backward, const char **names
   *count = 0;
   const char *arch = p->backend == FA8_BACKEND_CPU ? "cpu" : fa8__gpu_arch(p->backend);
   if (!arch) return fa8__fail(FA8_ERR_UNSUPPORTED, "no device for this backend");
-  const fa8__fit fit = { { 0, 0, 0, 0 }, 1 };
+  /* tensors as fa8_quantize lays them out, with the problem's scale rows */
+  const int32_t r = p->scale_rows;
+  const fa8__fit fit = { { r, r, r, r }, 1 };
   if (!backward) {
     for (size_t i = 0; i < fa8_instance_count; ++i) {
       const fa8_kernel_desc *d = &fa8_instances[i];
@@ -293,7 +295,8 @@ fa8_status fa8_candidates(const fa8_problem *p, int backward, const char **names
     for (size_t i = 0; i < fa8_bundle_count; ++i) {
       const fa8_bundle_desc *b = &fa8_bundles[i];
       if (b->mode != p->delta || b->bwd->backend != p->backend || strcmp(b->bwd->target, arch) ||
-          fa8__misfit(b->bwd, p, FA8_DIR_BWD, &fit) || fa8__misfit(b->delta, p, FA8_DIR_DELTA, &fit))
+          fa8__misfit(b->bwd, p, FA8_DIR_BWD, &fit) || fa8__misfit(b->delta, p, FA8_DIR_DELTA, &fit) ||
+          fa8__misfit(b->fwd, p, FA8_DIR_FWD, &fit))
         continue;
       if (*count < max) names[*count] = b->name;
       ++*count;

@@ -51,6 +51,7 @@ fa8_status fa8__check_problem(const fa8_problem *p) {
   if ((int)p->backend < 0 || p->backend > FA8_BACKEND_HIP)
     return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "backend (%d) is not a valid fa8_backend", (int)p->backend);
   if (p->num_threads < 0) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "num_threads (%d) must be >= 0", p->num_threads);
+  if (p->scale_rows < 0) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "scale_rows (%d) must be >= 0 (0: per-tensor)", p->scale_rows);
   return FA8_OK;
 }
 
