@@ -64,6 +64,8 @@ dq8, *keep_do, doh = quantize(x["do"])
 
 p = L.problem(batch=B, seqlen_q=S, seqlen_k=S, heads=H, kv_heads=Hkv, hdim_qk=D, hdim_v=D, causal=1, delta="matched",
               collect_stats=1)
+# the binding's struct ends where the C one does: fa8_problem_init's last field (scale_rows, 128) reads back here
+check(p.scale_rows == 128 and p.collect_stats == 1, "Problem mirrors fa8_problem (scale_rows %d)" % p.scale_rows)
 o = np.zeros((B, S, H, D), np.uint16)
 o32 = np.zeros((B, S, H, D), np.float32)
 lse = np.zeros((B, H, S), np.float32)

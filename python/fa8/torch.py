@@ -226,18 +226,20 @@ def _problem(L, dev_t, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, scale, delta, fmt, gr
                      backend=_backend(dev_t), collect_stats=int(collect_stats))
 
 
-def check_supported(device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, delta="matched", fmt="e4m3", grad_fmt="e4m3"):
+def check_supported(device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, delta="matched", fmt="e4m3", grad_fmt="e4m3",
+                    scale_rows=DEFAULT_SCALE_ROWS):
     """Raise Fa8ValueError (a ValueError, with fa8's text naming the geometry) when this build has no forward,
-    delta prep or backward for the problem on `device`; cached per problem key. Returns fa8_dispatch's names."""
+    delta prep or backward for the problem on `device` with scale blocks of `scale_rows` rows (0: per-tensor);
+    cached per problem key. Returns fa8_dispatch's names (some instances serve only some scale layouts)."""
     dev = torch.device(device)
-    key = (dev.type, dev.index, B, Sq, Sk, H, Hkv, Dqk, Dv, bool(causal), delta, fmt, grad_fmt)
+    key = (dev.type, dev.index, B, Sq, Sk, H, Hkv, Dqk, Dv, bool(causal), delta, fmt, grad_fmt, scale_rows)
     hit = _supported.get(key)
     if hit is not None:
         return hit
     L = lib()
     p = L.problem(batch=B, seqlen_q=Sq, seqlen_k=Sk, heads=H, kv_heads=Hkv, hdim_qk=Dqk, hdim_v=Dv,
                   causal=int(causal), delta=delta, fmt_qkv=fmt, fmt_grad=grad_fmt,
-                  backend="cuda" if dev.type == "cuda" else "cpu")
+                  backend="cuda" if dev.type == "cuda" else "cpu", scale_rows=scale_rows)
     n = capi.DispatchNames()
     if dev.type == "cuda":
         with torch.cuda.device(dev):
@@ -258,7 +260,7 @@ def _forward(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows):
     L = lib()
     B, Sq, H, Dqk = q.shape
     Sk, Hkv, Dv = k.shape[1], k.shape[2], v.shape[3]
-    check_supported(q.device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, delta, fmt, grad_fmt)
+    check_supported(q.device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, delta, fmt, grad_fmt, scale_rows)
     dev = q.device
     with _DeviceGuard(q):
         stream = _stream(q)
@@ -327,7 +329,7 @@ def _attention_fwd_fake(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows
     Sk, Hkv, Dv = k.shape[1], k.shape[2], v.shape[3]
     if q.device.type in ("cuda", "cpu") and all(isinstance(n, int) for n in (B, Sq, Sk, H, Hkv, Dqk, Dv)):
         # refuse at trace time what fa8 would refuse at run time (fa8_dispatch is host-only)
-        check_supported(q.device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, delta, fmt, grad_fmt)
+        check_supported(q.device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, delta, fmt, grad_fmt, scale_rows)
     gpu = q.device.type == "cuda"
     out = [q.new_empty((B, Sq, H, Dv), dtype=torch.bfloat16), q.new_empty((B, H, Sq), dtype=torch.float32),
            q.new_empty((B, Sq, H, Dv) if delta == "split" else (0,), dtype=torch.bfloat16)]
@@ -408,8 +410,8 @@ def attention_with_stats(q, k, v, dout, causal=False, scale=None, delta="matched
     return dict(o=saved[0], lse=saved[1], dq=dq, dk=dk, dv=dv, delta=dl, stats=st)
 
 
-def dispatch_names(q, k, v, causal=False, delta="matched", fmt="e4m3", grad_fmt="e4m3"):
+def dispatch_names(q, k, v, causal=False, delta="matched", fmt="e4m3", grad_fmt="e4m3", scale_rows=DEFAULT_SCALE_ROWS):
     """The fa8 instances (fwd, delta, bwd) and why (tuned row or heuristic) a call with these tensors runs."""
     B, Sq, H, Dqk = q.shape
     return dict(check_supported(q.device, B, Sq, k.shape[1], H, k.shape[2], Dqk, v.shape[3], causal, delta, fmt,
-                                grad_fmt))
+                                grad_fmt, scale_rows))
