@@ -355,10 +355,7 @@ fa8_status fa8_dispatch(const fa8_problem *p, fa8_dispatch_names *out) {
   FA8_TRY(fa8__check_problem(p));
   FA8_TRY(backend_ok(p->backend));
   if (!out) return fa8__fail(FA8_ERR_NULL_POINTER, "out is NULL");
-  /* the names for tensors as fa8_quantize lays them out (aligned, with transposed copies), with the problem's
-   * scale rows */
-  const int32_t r = p->scale_rows;
-  const fa8__fit fit = { { r, r, r, r }, 1 };
+  const fa8__fit fit = fa8__fit_of_problem(p);
   fa8__plan plan;
   FA8_TRY(fa8__plan_attention(p, &fit, &plan));
   FA8_TRY(fa8__require(p, &fit, FA8_DIR_FWD, plan.fwd));

@@ -35,6 +35,12 @@ typedef struct {
   int32_t rows[4];
   int tma_ready;
 } fa8__fit;
+/* The fit the queries without tensors (fa8_dispatch, fa8_candidates) assume: tensors as fa8_quantize lays them
+ * out (aligned, transposed copies present) with the problem's scale_rows */
+static inline fa8__fit fa8__fit_of_problem(const fa8_problem *p) {
+  const fa8__fit f = { { p->scale_rows, p->scale_rows, p->scale_rows, p->scale_rows }, 1 };
+  return f;
+}
 fa8_status fa8__plan_attention(const fa8_problem *p, const fa8__fit *fit, fa8__plan *out);
 fa8_status fa8__require(const fa8_problem *p, const fa8__fit *fit, fa8_dir dir, const fa8_kernel_desc *d);
 const char *fa8__misfit(const fa8_kernel_desc *d, const fa8_problem *p, fa8_dir dir, const fa8__fit *fit);

@@ -281,9 +281,7 @@ fa8_status fa8_candidates(const fa8_problem *p, int backward, const char **names
   *count = 0;
   const char *arch = p->backend == FA8_BACKEND_CPU ? "cpu" : fa8__gpu_arch(p->backend);
   if (!arch) return fa8__fail(FA8_ERR_UNSUPPORTED, "no device for this backend");
-  /* tensors as fa8_quantize lays them out, with the problem's scale rows */
-  const int32_t r = p->scale_rows;
-  const fa8__fit fit = { { r, r, r, r }, 1 };
+  const fa8__fit fit = fa8__fit_of_problem(p);
   if (!backward) {
     for (size_t i = 0; i < fa8_instance_count; ++i) {
       const fa8_kernel_desc *d = &fa8_instances[i];
