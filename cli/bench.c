@@ -19,7 +19,6 @@ int cli_bench(int argc, char **argv) {
   fa8_problem_init(&c.p);
   c.p.backend = FA8_BACKEND_CUDA;
   c.p.batch = 1; c.p.heads = 64; c.p.kv_heads = 64; c.p.seqlen_q = c.p.seqlen_k = 4096;
-  c.scale_rows = 128;
   int32_t seqlen = 0, reps = 20;
   const char *hdim = "128", *backend = "cuda", *modes = "stale,dohat,matched,split";
   const opt_spec specs[] = {
@@ -32,7 +31,7 @@ int cli_bench(int argc, char **argv) {
     { "causal", OPT_FLAG, &c.p.causal, 0, 0, "causal (off)" },
     { "modes", OPT_STR, &modes, 0, 0, "delta modes (all)" },
     { "reps", OPT_INT, &reps, 1, 10000, "timed repetitions (20)" },
-    { "scale-rows", OPT_INT, &c.scale_rows, 0, 1 << 24, "quantizer scale block rows (128; 0: per-tensor scales)" },
+    { "scale-rows", OPT_INT, &c.p.scale_rows, 0, 1 << 24, "quantizer scale block rows (128; 0: per-tensor scales)" },
   };
   const int pr = opts_parse("bench", argc, argv, specs, (int)(sizeof specs / sizeof specs[0]));
   if (pr) return pr > 0 ? 0 : 2;
@@ -72,7 +71,7 @@ int cli_bench(int argc, char **argv) {
     printf("{\"system\": \"fa8-%s\", \"B\": %d, \"H\": %d, \"Hkv\": %d, \"S\": %d, \"dqk\": %d, \"dv\": %d, \"causal\": %s, "
            "\"scale_rows\": %d, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
            tok, c.p.batch, c.p.heads, c.p.kv_heads, c.p.seqlen_q, c.p.hdim_qk, c.p.hdim_v, c.p.causal ? "true" : "false",
-           c.scale_rows, tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn.fwd, dn.bwd);
+           c.p.scale_rows, tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn.fwd, dn.bwd);
     fflush(stdout);
   }
   h_free(&d);

@@ -44,7 +44,6 @@ static int gpu_alloc(h_data *d, int64_t sq, int64_t sk) {
 int h_alloc(h_data *d, const h_config *cfg) {
   memset(d, 0, sizeof *d);
   d->cfg = *cfg;
-  d->cfg.p.scale_rows = cfg->scale_rows;   /* dispatch queries (fa8_dispatch, fa8_candidates) assume the quantization */
   const fa8_problem *p = &cfg->p;
   const int64_t B = p->batch, Sq = p->seqlen_q, Sk = p->seqlen_k, H = p->heads, Hkv = p->kv_heads;
   d->nq = B * Sq * H * p->hdim_qk;
@@ -53,8 +52,8 @@ int h_alloc(h_data *d, const h_config *cfg) {
   d->no = B * Sq * H * p->hdim_v;
   d->nrow = B * H * Sq;
   const size_t es = cfg->quantize_off ? 4 : 1;
-  const int64_t sq = cfg->scale_rows == 0 ? 1 : B * H * nblk(Sq, cfg->scale_rows);
-  const int64_t sk = cfg->scale_rows == 0 ? 1 : B * Hkv * nblk(Sk, cfg->scale_rows);
+  const int64_t sq = cfg->p.scale_rows == 0 ? 1 : B * H * nblk(Sq, cfg->p.scale_rows);
+  const int64_t sk = cfg->p.scale_rows == 0 ? 1 : B * Hkv * nblk(Sk, cfg->p.scale_rows);
   int ok = 1;
 #define A(ptr, n, sz) ok &= ((ptr) = calloc((size_t)(n) > 0 ? (size_t)(n) : 1, (sz))) != NULL
   A(d->q, d->nq, 4); A(d->k, d->nk, 4); A(d->v, d->nv, 4); A(d->dout, d->no, 4);
@@ -154,14 +153,14 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
   if (cfg->quantize_off) {
     memcpy(codes, x, (size_t)n * sizeof(float));
     memcpy(deq, x, (size_t)n * sizeof(float));
-    const int64_t ns = cfg->scale_rows == 0 ? 1 : B * H * nblk(S, cfg->scale_rows);
+    const int64_t ns = cfg->p.scale_rows == 0 ? 1 : B * H * nblk(S, cfg->p.scale_rows);
     for (int64_t i = 0; i < ns; ++i) scales[i] = 1.0f;
     return FA8_OK;
   }
   fa8_quant_problem qp;
   fa8_quant_problem_init(&qp);
   qp.batch = (int32_t)B; qp.seqlen = (int32_t)S; qp.heads = (int32_t)H; qp.hdim = (int32_t)D;
-  qp.fmt = fmt; qp.scale_rows = cfg->scale_rows; qp.pow2_scales = cfg->pow2_scales;
+  qp.fmt = fmt; qp.scale_rows = cfg->p.scale_rows; qp.pow2_scales = cfg->pow2_scales;
   qp.backend = cfg->p.backend; qp.num_threads = cfg->p.num_threads;
   const int gpu = d->g.on;
   const fa8_tensor xt = seq_view(gpu ? gx : (void *)x, FA8_DTYPE_F32, S, H, D);
@@ -176,14 +175,14 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
   }
   fa8_status st = fa8_quantize(&qp, &xt, &out, gpu ? d->g.qws : NULL, gpu ? 16 : 0, NULL);
   if (st != FA8_OK) return st;
-  const int64_t nsc = cfg->scale_rows == 0 ? 1 : B * H * nblk(S, cfg->scale_rows);
+  const int64_t nsc = cfg->p.scale_rows == 0 ? 1 : B * H * nblk(S, cfg->p.scale_rows);
   if (gpu && (h_gpu_get(codes, gcodes, (size_t)(B * S * H * D)) || h_gpu_get(scales, gscales, (size_t)nsc * 4)))
     return FA8_ERR_BACKEND;
-  const int64_t nb = nblk(S, cfg->scale_rows);
+  const int64_t nb = nblk(S, cfg->p.scale_rows);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t h = 0; h < H; ++h) {
-        const float sc = cfg->scale_rows == 0 ? scales[0] : scales[(b * H + h) * nb + s / (cfg->scale_rows >= S ? S : cfg->scale_rows)];
+        const float sc = cfg->p.scale_rows == 0 ? scales[0] : scales[(b * H + h) * nb + s / (cfg->p.scale_rows >= S ? S : cfg->p.scale_rows)];
         const int64_t base = ((b * S + s) * H + h) * D;
         for (int64_t k = 0; k < D; ++k) deq[base + k] = fa8_decode(fmt, ((uint8_t *)codes)[base + k]) * sc;
       }
@@ -209,7 +208,7 @@ static fa8_qtensor qview(h_data *d, void *codes, float *scales, int64_t S, int64
     q.data_t = t;
   }
   q.scales = scales;
-  q.scale_rows = d->cfg.scale_rows;
+  q.scale_rows = d->cfg.p.scale_rows;
   q.fmt = d->cfg.quantize_off ? FA8_FMT_F32 : fmt;
   return q;
 }

@@ -8,8 +8,9 @@
 #include "fa8.h"
 
 typedef struct {
-  fa8_problem p;               /* geometry, causal, formats, backend, threads; p.delta is set per run */
-  int32_t scale_rows;          /* quantizer block rows for Q, K, V, dO (0: per-tensor) */
+  fa8_problem p;               /* geometry, causal, formats, backend, threads, and p.scale_rows: the quantizer's
+                                  block rows for Q, K, V, dO (0: per-tensor), which dispatch queries assume too;
+                                  p.delta is set per run */
   int32_t pow2_scales;
   int32_t quantize_off;        /* test-only: operands stay FP32 (the f32 pseudo-format), scales 1 */
   int32_t stats_off;           /* test-only: no row statistics, so the GPU runs its timed kernel variants */

@@ -68,7 +68,6 @@ int cli_run(int argc, char **argv) {
   h_config c;
   memset(&c, 0, sizeof c);
   fa8_problem_init(&c.p);
-  c.scale_rows = 128;
   const opt_spec specs[] = {
     { "in", OPT_STR, &in_dir, 0, 0, "directory with q.npy, k.npy, v.npy, do.npy (float32 or bf16 as <V2)" },
     { "out", OPT_STR, &out_dir, 0, 0, "directory for o, lse, delta, dq, dk, dv .npy and stats.json" },
@@ -78,7 +77,7 @@ int cli_run(int argc, char **argv) {
     { "backend", OPT_STR, &backend, 0, 0, "cpu (default) | cuda" },
     { "fmt", OPT_STR, &fmt, 0, 0, "Q/K/V FP8 format (e4m3)" },
     { "grad-fmt", OPT_STR, &grad, 0, 0, "dO/dS FP8 format (e4m3 | e5m2)" },
-    { "scale-rows", OPT_INT, &c.scale_rows, 0, 1 << 24, "rows per quantization scale block, 0 = per-tensor (128)" },
+    { "scale-rows", OPT_INT, &c.p.scale_rows, 0, 1 << 24, "rows per quantization scale block, 0 = per-tensor (128)" },
     { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "round quantization scales up to powers of two" },
     { "instance", OPT_STR, &c.p.instance, 0, 0, "force a bundle by name" },
     { "threads", OPT_INT, &c.p.num_threads, 0, 4096, "CPU threads, 0 = all cores" },

@@ -169,7 +169,7 @@ int cli_tune(int argc, char **argv) {
   fa8_problem_init(&base);
   if (opts_backend("tune", backend, &base.backend)) return 2;
   base.num_threads = threads;
-  base.scale_rows = scale_rows;   /* candidates: the instances that serve this quantization */
+  base.scale_rows = scale_rows;   /* the quantization of the check and timed problems, and of the candidate lists */
   if (heads % kv) { fprintf(stderr, "fa8 tune: --heads %d is not a multiple of --kv-heads %d\n", heads, kv); return 2; }
   fa8_delta_mode mode;
   if (h_delta_from_name(delta_s, &mode)) { fprintf(stderr, "fa8 tune: --delta '%s' is not a delta mode\n", delta_s); return 2; }
@@ -276,7 +276,6 @@ int cli_tune(int argc, char **argv) {
       cc.p.batch = 1; cc.p.heads = heads / kv; cc.p.kv_heads = 1; cc.p.seqlen_q = cc.p.seqlen_k = 300;
       cc.p.hdim_qk = geo[gi][0]; cc.p.hdim_v = geo[gi][1]; cc.p.causal = causal_set[ci];
       cc.p.collect_stats = 1;
-      cc.scale_rows = scale_rows;
       h_data chk;
       if (h_alloc(&chk, &cc)) { fprintf(stderr, "fa8 tune: out of memory\n"); rc = 1; break; }
       h_inputs in;

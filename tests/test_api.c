@@ -1083,7 +1083,7 @@ Test(per_tensor, end_to_end) {
     fa8_problem_init(&cfg.p);
     cfg.p.batch = 1; cfg.p.seqlen_q = 200; cfg.p.seqlen_k = 200; cfg.p.heads = 2; cfg.p.kv_heads = 1;
     cfg.p.hdim_qk = cfg.p.hdim_v = 64; cfg.p.causal = 1; cfg.p.num_threads = 2;
-    cfg.scale_rows = mode == 0 ? 0 : 64;
+    cfg.p.scale_rows = mode == 0 ? 0 : 64;
     h_data d;
     cr_assert_eq(h_alloc(&d, &cfg), 0);
     h_inputs in;

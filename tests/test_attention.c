@@ -113,7 +113,7 @@ static void setup(problem *pr, const geom *g, uint64_t seed, int threads, int qu
   c.p.hdim_qk = g->dqk; c.p.hdim_v = g->dv; c.p.causal = g->causal;
   c.p.fmt_qkv = g->qkv; c.p.fmt_grad = g->grad;
   c.p.num_threads = threads;
-  c.scale_rows = g->scale_rows;
+  c.p.scale_rows = g->scale_rows;
   c.quantize_off = quantize_off;
   /* the sanitizer build uses the minimal profile: geometries it does not contain are skipped, not failed */
   {

@@ -125,7 +125,7 @@ static h_config config(const geom *g, fa8_backend be) {
   c.p.batch = g->B; c.p.heads = g->H; c.p.kv_heads = g->Hkv; c.p.seqlen_q = g->Sq; c.p.seqlen_k = g->Sk;
   c.p.hdim_qk = g->dqk; c.p.hdim_v = g->dv; c.p.causal = g->causal; c.p.fmt_grad = g->grad;
   c.p.backend = be;
-  c.scale_rows = g->per_tensor ? 0 : 128;
+  c.p.scale_rows = g->per_tensor ? 0 : 128;
   return c;
 }
 

@@ -67,7 +67,6 @@ static void setup_problem(h_data *d, int causal) {
   fa8_problem_init(&c.p);
   c.p.batch = 2; c.p.seqlen_q = 70; c.p.seqlen_k = 90; c.p.heads = 4; c.p.kv_heads = 2;
   c.p.hdim_qk = c.p.hdim_v = 64; c.p.causal = causal;
-  c.scale_rows = 128;
   cr_assert_eq(h_alloc(d, &c), 0);
   h_inputs in;
   h_inputs_default(&in);
