@@ -139,6 +139,9 @@ __device__ __forceinline__ float fa8_exp2_ftz(float x) {
   return y;
 }
 
+/* Generic-proxy shared-memory writes become visible to the async proxy (wgmma operands). */
+__device__ __forceinline__ void fa8_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
 /* ---- P in registers as the A operand ----
  * The accumulator of S holds, per thread, columns 2t, 2t+1 of each 8-column chunk (rows g and g+8); the FP8
  * A fragment wants columns 4t..4t+3 and 16+4t..16+4t+3 of each 32-column block. Pack the codes per chunk
@@ -147,6 +150,18 @@ __device__ __forceinline__ uint32_t fa8_pack_e4m3x2(float lo, float hi) {
   uint16_t r;
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
+}
+/* Keys of a B operand (V^t rows, K-major) in the order a thread's own accumulator codes take as an A fragment:
+ * position 4t+i of each 16-key group holds key 2t+i (i < 2) or 8+2t+i-2, so the codes of chunks 0,1 of a
+ * thread (x01 below) are its a0 as they stand. The permutation stays inside 16-byte units, so it commutes with
+ * the 64-byte swizzle: one unit in, the same unit out. */
+__device__ __forceinline__ uint4 fa8_keys_to_a_order(uint4 w) {
+  uint4 n;
+  n.x = __byte_perm(w.x, w.z, 0x5410u);
+  n.y = __byte_perm(w.x, w.z, 0x7632u);
+  n.z = __byte_perm(w.y, w.w, 0x5410u);
+  n.w = __byte_perm(w.y, w.w, 0x7632u);
+  return n;
 }
 /* x01: codes of chunks 0,1 (low, high half), x23: chunks 2,3, for one row; returns a0/a2 (or a1/a3). */
 __device__ __forceinline__ void fa8_quad_to_a(uint32_t x01, uint32_t x23, uint32_t &lo, uint32_t &hi) {

@@ -46,9 +46,6 @@ __device__ __forceinline__ int fa8_swz64(int row, int k) {
   return off ^ ((off & 0x180) >> 3);
 }
 
-/* Generic-proxy shared-memory writes become visible to the async proxy (wgmma operands). */
-__device__ __forceinline__ void fa8_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
 /* Accumulator element i of an m64nN tile: row (within the warpgroup's 64) and column. */
 __device__ __forceinline__ int fa8_acc_row(int i) { return ((threadIdx.x % 128) >> 5) * 16 + ((threadIdx.x & 31) >> 2) + 8 * ((i >> 1) & 1); }
 __device__ __forceinline__ int fa8_acc_col(int i) { return (i >> 2) * 8 + 2 * (threadIdx.x & 3) + (i & 1); }

@@ -41,6 +41,8 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   uint8_t vt[STAGES][VCH][DV * FA8_CHUNK];
   float kvs[STAGES][2];   /* the stage's K and V scales, written by the producer before its arrive */
   uint64_t q_full, full[STAGES], empty[STAGES];
+  uint64_t vready[STAGES];   /* the stage's V^t is in the A order (permute_vt's 96 threads arrive) */
+  int ktiles;                /* the CTA's key-tile count, published by the producer after its last tile */
   uint64_t q_empty;   /* persistent grids: both consumer warpgroups are done with Q */
 };
 constexpr unsigned KV_BYTES = BN * DQK + DV * BN;
@@ -80,8 +82,9 @@ __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&
         x[r][h] = fa8_pack_e4m3x2(p[4 * c0 + 2 * r], p[4 * c0 + 2 * r + 1]) |
                   (fa8_pack_e4m3x2(p[4 * (c0 + 1) + 2 * r], p[4 * (c0 + 1) + 2 * r + 1]) << 16);
       }
-    fa8_quad_to_a(x[0][0], x[0][1], af[kb][0], af[kb][2]);
-    fa8_quad_to_a(x[1][0], x[1][1], af[kb][1], af[kb][3]);
+    /* V^t's keys are in the A order (permute_vt): a thread's own codes are its fragment, no shuffles */
+    af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
+    af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
   }
 }
 
@@ -117,10 +120,10 @@ __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_
         x[r][h] = cx[0] | (cx[1] << 16);
         y[r][h] = cy[0] | (cy[1] << 16);
       }
-    fa8_quad_to_a(x[0][0], x[0][1], af[kb][0], af[kb][2]);
-    fa8_quad_to_a(x[1][0], x[1][1], af[kb][1], af[kb][3]);
-    fa8_quad_to_a(y[0][0], y[0][1], rf[kb][0], rf[kb][2]);
-    fa8_quad_to_a(y[1][0], y[1][1], rf[kb][1], rf[kb][3]);
+    af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
+    af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
+    rf[kb][0] = y[0][0]; rf[kb][2] = y[0][1];
+    rf[kb][1] = y[1][0]; rf[kb][3] = y[1][1];
   }
 }
 
@@ -302,6 +305,44 @@ __device__ __forceinline__ void produce_tile(const Params &prm, Smem &s, const T
   }
 }
 
+/* The producer warpgroup's other three warps (PERMUTERS threads, ptid 0..): once a stage's K, V^t have landed,
+ * put V^t's keys in the A order (fa8_keys_to_a_order) in place, so the consumers pass their own P^ (R^) codes
+ * to the PV wgmmas without the quad shuffles, then arrive on vready. The consumers wait on vready only before
+ * the tile's PV, a softmax after its QK: the pass (DV x BN / 16 units of 16 bytes, 11 per thread at d128 x 128)
+ * hides behind it. A stage is refilled only after its PV retired, so this pass never sees a later tile's data. */
+constexpr int PERMUTERS = 96;
+/* the CTA's key tiles g = 0, 1, ..., ring stage g % STAGES, until the phase of full that the producer completes
+ * without data after its last tile (finish_ring: ktiles = g). 24 registers (setmaxnreg): no tile state here, 32-bit
+ * shared addresses */
+__device__ __forceinline__ void permute_vt(Smem &s, int ptid) {
+  constexpr int UNITS = VCH * DV * FA8_CHUNK / 16, STAGE_BYTES = VCH * DV * FA8_CHUNK;
+  const uint32_t vt0 = fa8_smem_addr(&s.vt[0][0][0]) + 16 * ptid;
+  for (int g = 0;; ++g) {
+    const int st = g % STAGES;
+    fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
+    if (*(volatile int *)&s.ktiles == g) return;   /* written before that phase's arrive: ordered by the wait */
+    const uint32_t end = fa8_smem_addr(&s.vt[0][0][0]) + st * STAGE_BYTES + 16 * UNITS;
+#pragma unroll 1
+    for (uint32_t a = vt0 + st * STAGE_BYTES; a < end; a += 16 * PERMUTERS) {
+      uint4 w;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "r"(a));
+      w = fa8_keys_to_a_order(w);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w) : "memory");
+    }
+    fa8_fence_async_smem();   /* the generic-proxy writes, before the wgmmas (async proxy) read them */
+    fa8_mbar_arrive(&s.vready[st]);
+  }
+}
+
+/* After the CTA's last key tile (total of them): the next ring phase completes without data, with ktiles = total,
+ * so the permuting warps stop (permute_vt). Its stage is taken in turn like a tile's: no consumer waits on it. */
+__device__ __forceinline__ void finish_ring(Smem &s, int total) {
+  const int st = total % STAGES;
+  if (total >= STAGES) fa8_mbar_wait(&s.empty[st], ((total / STAGES) - 1) & 1);
+  *(volatile int *)&s.ktiles = total;
+  fa8_mbar_arrive(&s.full[st]);
+}
+
 /* One consumer warpgroup's part of one query tile, epilogue included (g0, j: as produce_tile) */
 __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg, const Tile &tl, int g0, int j) {
   const fa8_fwd_args &a = prm.a;
@@ -329,6 +370,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         constexpr float UP = REM_SCALE / P_SCALE;
 #pragma unroll
         for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
+        fa8_mbar_wait(&s.vready[st], (g / STAGES) & 1);
         c.pv_issue(c.acc, c.ra, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
@@ -397,8 +439,14 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       };
       /* after softmax(j) (tile in stage st): O takes the rescale; RV_SOLO: R^(j) V(j) into tr meanwhile,
        * then waited for and joined */
-      auto after_softmax = [&](int st, const float (&rs)[2], bool first) {
-        if constexpr (RV_SOLO) c.pv_issue(tr, c.ra, st, true);
+      /* V^t of key tile g (stage g % STAGES) in the A order (permute_vt) */
+      auto v_ready = [&](int g) { fa8_mbar_wait(&s.vready[g % STAGES], (g / STAGES) & 1); };
+      auto after_softmax = [&](int g, const float (&rs)[2], bool first) {
+        const int st = g % STAGES;
+        if constexpr (RV_SOLO) {
+          v_ready(g);
+          c.pv_issue(tr, c.ra, st, true);
+        }
         if constexpr (!PV_FRESH) {
           if (!first) {
 #pragma unroll
@@ -423,10 +471,11 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       if (ntiles == 1) q_release();
       float rescale[2];
       c.softmax(0, s0, rescale);
-      after_softmax(s0, rescale, true);   /* O is still 0: no rescale */
+      after_softmax(g0, rescale, true);   /* O is still 0: no rescale */
       for (int it = 1; it < ntiles; ++it) {
         const int g = g0 + it, st = g % STAGES, sp = (g - 1) % STAGES;
         fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
+        v_ready(g - 1);
         turn_wait();
         c.qk_issue(st);
         pv_issue_all(sp);
@@ -437,9 +486,10 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
         if (it == ntiles - 1) q_release();
         c.softmax(it * BN, st, rescale);
-        after_softmax(st, rescale, false);
+        after_softmax(g, rescale, false);
       }
       const int sl = (g0 + ntiles - 1) % STAGES;
+      v_ready(g0 + ntiles - 1);
       turn_wait();
       pv_issue_all(sl);
       turn_pass();
@@ -524,10 +574,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
 
   if (threadIdx.x == 0) {
     fa8_mbar_init(&s.q_full, 1);
+    s.ktiles = -1;
     if (PERSIST) fa8_mbar_init(&s.q_empty, CONSUMERS * 4);
     for (int i = 0; i < STAGES; ++i) {
       fa8_mbar_init(&s.full[i], 1);
       fa8_mbar_init(&s.empty[i], CONSUMERS * 4);
+      fa8_mbar_init(&s.vready[i], PERMUTERS);
     }
     fa8_mbar_fence_init();
   }
@@ -537,6 +589,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
 
   if (wg == 0) {   /* producer */
     fa8_regs_release<PRODUCER_REGS>();
+    if (__shfl_sync(0xffffffffu, threadIdx.x / 32, 0) != 0) {   /* warps 1-3 (warp-uniform): V^t into the A order */
+      permute_vt(s, threadIdx.x - 32);
+      return;
+    }
     if (threadIdx.x == 0) {
       fa8_tma_prefetch_desc(&prm.tk);
       fa8_tma_prefetch_desc(&prm.tvt);
@@ -547,8 +603,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
           produce_tile(prm, s, tl, g0, j);
           g0 += tl.ntiles;
         }
+        finish_ring(s, g0);
       } else {
         produce_tile(prm, s, tl0, 0, 0);
+        finish_ring(s, tl0.ntiles);
       }
     }
     return;
