@@ -45,6 +45,7 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   double diag[5][BM];   /* row diagnostics of one query tile (collect_stats only) */
   float vs[BN];
   uint64_t kv_full, full[STAGES], empty[STAGES];
+  uint64_t tready[STAGES];   /* the stage's Q^t and dO^t are in the A order (permute_t's 64 threads arrive) */
 };
 constexpr unsigned KV_BYTES = BN * DQK + BN * DV + DQK * BN, Q_BYTES = BM * DQK + BM * DV + DQK * BM + DV * BM;
 
@@ -54,10 +55,11 @@ struct Params {
 };
 
 /* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
- * wgmma (da[kb][r]: key row g (+8 for odd r), 4 consecutive query codes from kb*32 + (r>>1)*16 + 4t): a 4x4 byte
- * transpose across the four lanes 4 apart (two shuffles, two byte permutes) leaves each register holding 4
- * consecutive keys of one query, stored as one 32-bit word: 8 stores per thread instead of 32 byte stores with
- * their conversions and swizzled addresses. Checked by simulation against the per-element layout. */
+ * wgmma (da[kb][r]: key row g (+8 for odd r), the codes of queries kb*32 + (r>>1)*16 + 2t, 2t+1, 8+2t, 9+2t: the
+ * thread's own accumulator columns, fa8_acc_to_a): a 4x4 byte transpose across the four lanes 4 apart (two
+ * shuffles, two byte permutes) leaves each register holding 4 consecutive keys of one query, stored as one 32-bit
+ * word: 8 stores per thread instead of 32 byte stores with their conversions and swizzled addresses. Checked by
+ * simulation against the per-element layout (with the natural query order of the quad-shuffled fragments). */
 __device__ __forceinline__ void store_ds_t(uint8_t *chunk, const uint32_t (&da)[BM / 32][4], int warp, int lane) {
   const int g = lane >> 2, t = lane & 3, j = g & 3;
   const uint32_t sel1 = j < 2 ? 0x5410u : 0x3276u;   /* swap the off-diagonal 2x2 blocks of 16-bit halves */
@@ -70,9 +72,32 @@ __device__ __forceinline__ void store_ds_t(uint8_t *chunk, const uint32_t (&da)[
       uint32_t w = da[kb][r];
       w = __byte_perm(w, __shfl_xor_sync(0xffffffffu, w, 8), sel1);
       w = __byte_perm(w, __shfl_xor_sync(0xffffffffu, w, 4), sel2);
-      const int q = kb * 32 + (r >> 1) * 16 + 4 * t + j, k = warp * 16 + (r & 1) * 8 + (g & ~3);
+      const int q = kb * 32 + (r >> 1) * 16 + (j < 2 ? 2 * t + j : 8 + 2 * t + j - 2), k = warp * 16 + (r & 1) * 8 + (g & ~3);
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(base + fa8_swz64(q, k)), "r"(w) : "memory");
     }
+}
+
+/* The producer warpgroup's warps 2-3 (T_PERMUTERS threads): once a stage has landed, put Q^t's and dO^t's query
+ * columns in the A order (fa8_keys_to_a_order) in place, so dK's and dV's wgmmas take the consumers' own P^ and
+ * dS^ codes (fa8_acc_to_a, no quad shuffles); then arrive on tready. The consumers wait on it only before those
+ * GEMMs, after the tile's recompute and elementwise phase. A stage is refilled only after its GEMMs retired. */
+constexpr int T_PERMUTERS = 64;
+__device__ __forceinline__ void permute_t(Smem &s, int total, int ptid) {
+  constexpr int QT_BYTES = sizeof(s.qt[0]), DOT_BYTES = sizeof(s.dot[0]);
+  for (int it = 0; it < total; ++it) {
+    const int st = it % STAGES;
+    fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
+#pragma unroll 1
+    for (int u = ptid; u < (QT_BYTES + DOT_BYTES) / 16; u += T_PERMUTERS) {
+      const uint32_t a = u < QT_BYTES / 16 ? fa8_smem_addr(&s.qt[st][16 * u]) : fa8_smem_addr(&s.dot[st][16 * u - QT_BYTES]);
+      uint4 w;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "r"(a));
+      w = fa8_keys_to_a_order(w);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w) : "memory");
+    }
+    fa8_fence_async_smem();   /* the generic-proxy writes, before the wgmmas (async proxy) read them */
+    fa8_mbar_arrive(&s.tready[st]);
+  }
 }
 
 /* d (64 x N) (+)= A (registers, format of A) B (smem), one k-step of 32 */
@@ -174,14 +199,20 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
        * each thread's reads of it must be released by that thread (one lane per warp would not order the
        * other lanes' reads; compute-sanitizer racecheck flags exactly that) */
       fa8_mbar_init(&s.empty[i], CONSUMERS * 128);
+      fa8_mbar_init(&s.tready[i], T_PERMUTERS);
     }
     fa8_mbar_fence_init();
   }
   __syncthreads();
 
-  if (wg == 0) {   /* producer: thread 0 issues TMA, warp 1 writes the row data */
+  if (wg == 0) {   /* producer: thread 0 issues TMA, warp 1 writes the row data, warps 2-3 permute Q^t, dO^t */
     fa8_regs_release<PRODUCER_REGS>();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    /* warp-uniform: a per-thread test here made ptxas spill in the 24-register TMA thread (the forward's twin) */
+    if (__shfl_sync(0xffffffffu, warp, 0) >= 2) {
+      permute_t(s, group * query_tiles(), threadIdx.x - 64);
+      return;
+    }
     if (threadIdx.x == 0) {
       fa8_mbar_expect_tx(&s.kv_full, KV_BYTES);
       for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[c], &prm.m.tk, &s.kv_full, c * FA8_CHUNK, n0, kh, b);
@@ -316,6 +347,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
     fa8_fence_async_smem();
 
+    fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
     fa8_wgmma_fence();
 #pragma unroll
     for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc(&s.dot[st][0] + k * 32));

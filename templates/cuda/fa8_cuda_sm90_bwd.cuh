@@ -20,7 +20,9 @@ template <> __device__ __forceinline__ uint32_t fa8_pack_x2<FA8_FMT_E5M2>(float 
 }
 
 /* An m64nN FP32 accumulator (N/2 values per thread) -> FP8 A fragments of format F, one per 32-wide k-step
- * along N: the same permutation the forward uses for P^ (fa8_quad_to_a). */
+ * along N, each thread's own codes as they stand: the wgmma then reads A column 4t+i as accumulator column
+ * 2t+i (i < 2) or 8+2t+i-2 of each 16, so the B operand must hold its K rows in that order
+ * (fa8_keys_to_a_order, applied to Q^t and dO^t in shared memory by bwd_wgmma's producer warps). */
 template <fa8_fmt F, int N>
 __device__ __forceinline__ void fa8_acc_to_a(const float (&x)[N / 2], uint32_t (&af)[N / 32][4]) {
 #pragma unroll
@@ -34,8 +36,8 @@ __device__ __forceinline__ void fa8_acc_to_a(const float (&x)[N / 2], uint32_t (
         w[r][h] = fa8_pack_x2<F>(x[4 * c0 + 2 * r], x[4 * c0 + 2 * r + 1]) |
                   (fa8_pack_x2<F>(x[4 * (c0 + 1) + 2 * r], x[4 * (c0 + 1) + 2 * r + 1]) << 16);
       }
-    fa8_quad_to_a(w[0][0], w[0][1], af[kb][0], af[kb][2]);
-    fa8_quad_to_a(w[1][0], w[1][1], af[kb][1], af[kb][3]);
+    af[kb][0] = w[0][0]; af[kb][2] = w[0][1];
+    af[kb][1] = w[1][0]; af[kb][3] = w[1][1];
   }
 }
 
