@@ -42,7 +42,7 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   float kvs[STAGES][2];   /* the stage's K and V scales, written by the producer before its arrive */
   uint64_t q_full, full[STAGES], empty[STAGES];
   uint64_t vready[STAGES];   /* the stage's V^t is in the A order (permute_vt's 96 threads arrive) */
-  int ktiles;                /* the CTA's key-tile count, published by the producer after its last tile */
+  int last[STAGES];          /* 1: the stage's phase of full carries no tile, the permuters stop (finish_ring) */
   uint64_t q_empty;   /* persistent grids: both consumer warpgroups are done with Q */
 };
 constexpr unsigned KV_BYTES = BN * DQK + DV * BN;
@@ -312,15 +312,15 @@ __device__ __forceinline__ void produce_tile(const Params &prm, Smem &s, const T
  * hides behind it. A stage is refilled only after its PV retired, so this pass never sees a later tile's data. */
 constexpr int PERMUTERS = 96;
 /* the CTA's key tiles g = 0, 1, ..., ring stage g % STAGES, until the phase of full that the producer completes
- * without data after its last tile (finish_ring: ktiles = g). 24 registers (setmaxnreg): no tile state here, 32-bit
- * shared addresses */
+ * without data after its last tile (finish_ring: last[stage] = 1). 24 registers (setmaxnreg): no tile state here,
+ * 32-bit shared addresses */
 __device__ __forceinline__ void permute_vt(Smem &s, int ptid) {
   constexpr int UNITS = VCH * DV * FA8_CHUNK / 16, STAGE_BYTES = VCH * DV * FA8_CHUNK;
   const uint32_t vt0 = fa8_smem_addr(&s.vt[0][0][0]) + 16 * ptid;
   for (int g = 0;; ++g) {
     const int st = g % STAGES;
     fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
-    if (*(volatile int *)&s.ktiles == g) return;   /* written before that phase's arrive: ordered by the wait */
+    if (*(volatile int *)&s.last[st]) return;   /* written before that phase's arrive: ordered by the wait */
     const uint32_t end = fa8_smem_addr(&s.vt[0][0][0]) + st * STAGE_BYTES + 16 * UNITS;
 #pragma unroll 1
     for (uint32_t a = vt0 + st * STAGE_BYTES; a < end; a += 16 * PERMUTERS) {
@@ -334,12 +334,15 @@ __device__ __forceinline__ void permute_vt(Smem &s, int ptid) {
   }
 }
 
-/* After the CTA's last key tile (total of them): the next ring phase completes without data, with ktiles = total,
- * so the permuting warps stop (permute_vt). Its stage is taken in turn like a tile's: no consumer waits on it. */
+/* After the CTA's last key tile (total of them): the next ring phase completes without data, with last[stage] = 1,
+ * so the permuting warps stop (permute_vt). Its stage is taken in turn like a tile's: no consumer waits on it.
+ * A flag per stage, not one shared count: the permuters' reads of it at earlier phases of this stage are ordered
+ * before this write (vready -> the consumers' PV -> empty), reads of other stages are not (racecheck flagged a
+ * single word written here while lagging permuters still read it). */
 __device__ __forceinline__ void finish_ring(Smem &s, int total) {
   const int st = total % STAGES;
   if (total >= STAGES) fa8_mbar_wait(&s.empty[st], ((total / STAGES) - 1) & 1);
-  *(volatile int *)&s.ktiles = total;
+  *(volatile int *)&s.last[st] = 1;
   fa8_mbar_arrive(&s.full[st]);
 }
 
@@ -475,9 +478,9 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       for (int it = 1; it < ntiles; ++it) {
         const int g = g0 + it, st = g % STAGES, sp = (g - 1) % STAGES;
         fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
-        v_ready(g - 1);
         turn_wait();
         c.qk_issue(st);
+        v_ready(g - 1);   /* after the QK issue: a late permuter delays only the PV */
         pv_issue_all(sp);
         turn_pass();
         fa8_wgmma_wait<0>();
@@ -574,12 +577,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
 
   if (threadIdx.x == 0) {
     fa8_mbar_init(&s.q_full, 1);
-    s.ktiles = -1;
     if (PERSIST) fa8_mbar_init(&s.q_empty, CONSUMERS * 4);
     for (int i = 0; i < STAGES; ++i) {
       fa8_mbar_init(&s.full[i], 1);
       fa8_mbar_init(&s.empty[i], CONSUMERS * 4);
       fa8_mbar_init(&s.vready[i], PERMUTERS);
+      s.last[i] = 0;
     }
     fa8_mbar_fence_init();
   }
