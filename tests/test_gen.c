@@ -195,7 +195,7 @@ static int list_dir(const char *dir, char **names, int max) {
     "  for k, v in pairs(over or {}) do if k == 'd' then f.hdim_qk, f.hdim_v = v, v else f[k] = v end end\n" \
     "  tile = tile or { 64, 64, 1, 1 }\n"                                                                \
     "  local c = { functional = f, target = tg, tuning = { block_m = tile[1], block_n = tile[2],\n"       \
-    "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1] } }\n"                    \
+    "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1], vperm = tile.vperm } }\n" \
     "  schema.check(c)   -- crafted configs are well-formed: only the predicate under test objects\n"    \
     "  c.name = naming.encode(c)\n"                                                                      \
     "  return c\n"                                                                                       \
@@ -342,6 +342,10 @@ Test(gen, predicates_reject_and_accept) {
         "rejects('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 128 }, { 128, 96, 12, 2 }), 'BLOCK_N 96')\n"
         "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { hdim_qk = 192, hdim_v = 128, layout = 'mla' }, { 128, 64, 12, 2 }))\n"
         "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 96 }, { 64, 64, 4, 2 }, 'mma'))\n"
+        "-- vperm: the wgmma forward's option only (its spare producer warps permute V^t)\n"
+        "rejects('vperm_wgmma_fwd', mk('sm_90a', 'bwd', { d = 128 }, { 64, 128, 12, 2, vperm = true }, 'wgmma'), 'vperm', 'wgmma bwd')\n"
+        "rejects('vperm_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 64, 64, 4, 2, vperm = true }, 'mma'), 'mma fwd')\n"
+        "accepts('vperm_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 128, 128, 12, 2, vperm = true }, 'wgmma'))\n"
         "-- HIP (templates/hip): LDS as the kernels lay it out, 32 rows per wave, wave64\n"
         "local fnuz, fnuz_g = { d = 128, fmt = 'e4m3fnuz' }, { d = 128, fmt = 'e4m3fnuz', fmt_grad = 'e4m3fnuz' }\n"
         "-- the backward keeps its tiles resident where they fit (d128 64x32: 58136 B) and streams the query side\n"
@@ -409,8 +413,8 @@ Test(gen, profiles_emit_only_valid_instances) {
 /* `fa8 list --rejected`: one line per pruned config, "NAME  predicate: reason". */
 Test(gen, cli_rejected_lists_reasons) {
     static const char *preds[] = {"pipeline_on_target", "fmt_supported", "hdim_limits", "hdim_divides_mma_k",
-                                  "tile_divides_mma", "warps_cover_tile", "wgmma_swizzle_chunks", "threads_fit", "smem_fits", "regs_fit",
-                                  "test_format_cpu_only"};
+                                  "tile_divides_mma", "warps_cover_tile", "wgmma_swizzle_chunks", "vperm_wgmma_fwd",
+                                  "threads_fit", "smem_fits", "regs_fit", "test_format_cpu_only"};
     proc p = fa8("list --target sm_90a,sm_89 --profile tuning --rejected");
     cr_assert_eq(p.code, 0, "exit %d: %s", p.code, p.err);
     int lines = 0, smem = 0, regs = 0;
@@ -521,7 +525,14 @@ Test(gen, naming_decode_failures) {
         "-- the valid spellings of the same configs decode\n"
         "assert(naming.decode('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2', reg).tuning.pipeline == 'wgmma')\n"
         "assert(naming.decode('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_mma', reg).tuning.pipeline == 'mma')\n"
-        "assert(naming.decode('fa8_bwd_cpu_e4m3xe5m2_d64v64_gqa_full_m64n64_w1s1', reg).functional.fmt_grad == 'e5m2')\n");
+        "assert(naming.decode('fa8_bwd_cpu_e4m3xe5m2_d64v64_gqa_full_m64n64_w1s1', reg).functional.fmt_grad == 'e5m2')\n"
+        "-- vperm: a token of its own after w<W>s<S>, before a pipeline; off is never spelled out\n"
+        "local vp = naming.decode('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_split_m128n128_w12s3_vperm', reg)\n"
+        "assert(vp.tuning.vperm == true and vp.tuning.stages == 3 and vp.functional.variant == 'split')\n"
+        "assert(naming.functional_key(vp) == 'fa8_fwd_e4m3_d128v128_gqa_full_split', naming.functional_key(vp))\n"
+        "assert(naming.decode('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s3', reg).tuning.vperm == false)\n"
+        "bad('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_mma_vperm', \"unexpected trailing token 'vperm'\")\n"
+        "bad('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_vperm_vperm', \"unexpected token 'vperm'\")\n");
 }
 
 /* =================================================================================================== */
@@ -1000,7 +1011,7 @@ Test(gen, sm90a_lists_wgmma_and_mma_per_geometry) {
         "  local dir, geo = name:match('^fa8_(%a+)_sm90a_[%w]+_d(%d+v%d+)_')\n"
         "  if geo then\n"
         "    -- wgmma is sm_90a's first pipeline: its names carry no pipeline token\n"
-        "    local pipe = name:match('_mma$') and 'mma' or (name:match('_w%d+s%d+$') and 'wgmma') or name\n"
+        "    local pipe = name:match('_mma$') and 'mma' or ((name:match('_w%d+s%d+$') or name:match('_w%d+s%d+_vperm$')) and 'wgmma') or name\n"
         "    seen[dir .. '/' .. geo .. '/' .. pipe] = true\n"
         "  end\n"
         "end\n"

@@ -278,6 +278,14 @@ M.predicates = {
       end
       return true
     end },
+  { name = "vperm_wgmma_fwd", fn = function(cfg)
+      -- only the wgmma forward has the spare producer warps and the register A operand vperm serves
+      local t, f = cfg.tuning, cfg.functional
+      if t.vperm and (t.pipeline ~= "wgmma" or f.dir ~= "fwd") then
+        return false, ("vperm is a wgmma forward option, not for a %s %s instance"):format(t.pipeline, f.dir)
+      end
+      return true
+    end },
   { name = "wave_size", fn = function(cfg)
       -- the HIP kernels are written for wave64 (MFMA fragments span 64 lanes)
       local tg = cfg.target

@@ -42,7 +42,11 @@ M.functional_fields = {
   delta = { "dir", "fmt", "fmt_grad", "hdim_qk", "hdim_v", "layout", "causal", "delta", "scale" },
   bwd   = { "dir", "fmt", "fmt_grad", "hdim_qk", "hdim_v", "layout", "causal", "scale" },
 }
-M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline" }
+-- vperm (wgmma forward only): the producer warpgroup's spare warps permute each V^t stage's keys in shared memory
+-- into the order of P's accumulator registers, so P^ (and split's R^) reach the PV wgmma as A fragments without
+-- quad shuffles. It pays where the fragments per V byte are many (d <= 128, split) and loses where V is wide
+-- (d256: the permute pass costs more than the shuffles it saves): a tuning choice, timed by `fa8 tune`.
+M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline", "vperm" }
 
 -- Fixed numerics conventions a forward produces and a backward bundle consumes (docs/numerics.md).
 -- A bundle whose parts disagree on any of these is refused by bundle.lua.
@@ -113,6 +117,7 @@ function M.check(cfg, where)
   end
   if f.variant then check_enum(where, "variant", f.variant) end
   if f.delta then check_enum(where, "delta", f.delta) end
+  if t.vperm == nil then t.vperm = false end   -- optional in hand-made records: absent means off
   for _, k in ipairs(M.tuning_fields) do
     if t[k] == nil then fail(where, ("tuning lacks field '%s'"):format(k)) end
   end
@@ -121,6 +126,7 @@ function M.check(cfg, where)
   check_posint(where, "warps", t.warps)
   check_posint(where, "stages", t.stages)
   check_enum(where, "pipeline", t.pipeline)
+  if type(t.vperm) ~= "boolean" then fail(where, ("vperm must be true or false, got %s"):format(tostring(t.vperm))) end
   return cfg
 end
 

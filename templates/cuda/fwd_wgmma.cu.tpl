@@ -5,7 +5,8 @@
  * first (fwd_kernel): warpgroup 0 is the producer (one thread issues the TMA loads of Q once per query tile and of
  * K, V^t per key tile into a STAGES-deep ring, completing on mbarriers), the other warpgroups are
  * consumers, 64 query rows each: S = Q K^t by wgmma from shared memory, online softmax in registers, P^
- * permuted into the FP8 A-operand layout in registers, O += P^ V^ by wgmma. Registers move from the producer
+ * permuted into the FP8 A-operand layout in registers (or, vperm, V^t's keys permuted in shared memory to match
+ * P^'s register order), O += P^ V^ by wgmma. Registers move from the producer
  * to the consumers with setmaxnreg. The K and V scales are constant over a key tile (the dispatcher checks
  * their scale_rows), so each tile contributes one scalar per row to the logits. */
 % local ty = FMT == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
@@ -18,6 +19,9 @@ constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warp
 constexpr int CONSUMERS = WARPS / 4 - 1;
 constexpr fa8_fmt FMT = $(FMT);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false"), SPLIT = $(SPLIT == 1 and "true" or "false");
+/* the config's vperm (gen/fa8/schema.lua): the producer warpgroup's spare warps permute V^t's keys in shared
+ * memory (permute_vt), so P^ reaches the PV wgmma without quad shuffles */
+constexpr bool VPERM = $(VPERM == 1 and "true" or "false");
 constexpr float P_SCALE = $(P_SCALE), P_SCALE_LOG2 = $(P_SCALE_LOG2), REM_SCALE = $(REM_SCALE);
 constexpr int QCH = DQK / FA8_CHUNK, VCH = BN / FA8_CHUNK;
 static_assert(BM == 64 * CONSUMERS, "each consumer warpgroup owns 64 query rows");
@@ -82,9 +86,13 @@ __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&
         x[r][h] = fa8_pack_e4m3x2(p[4 * c0 + 2 * r], p[4 * c0 + 2 * r + 1]) |
                   (fa8_pack_e4m3x2(p[4 * (c0 + 1) + 2 * r], p[4 * (c0 + 1) + 2 * r + 1]) << 16);
       }
-    /* V^t's keys are in the A order (permute_vt): a thread's own codes are its fragment, no shuffles */
-    af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
-    af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
+    if constexpr (VPERM) {   /* V^t's keys are in the A order (permute_vt): a thread's own codes are its fragment */
+      af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
+      af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
+    } else {
+      fa8_quad_to_a(x[0][0], x[0][1], af[kb][0], af[kb][2]);
+      fa8_quad_to_a(x[1][0], x[1][1], af[kb][1], af[kb][3]);
+    }
   }
 }
 
@@ -120,10 +128,17 @@ __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_
         x[r][h] = cx[0] | (cx[1] << 16);
         y[r][h] = cy[0] | (cy[1] << 16);
       }
-    af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
-    af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
-    rf[kb][0] = y[0][0]; rf[kb][2] = y[0][1];
-    rf[kb][1] = y[1][0]; rf[kb][3] = y[1][1];
+    if constexpr (VPERM) {
+      af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
+      af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
+      rf[kb][0] = y[0][0]; rf[kb][2] = y[0][1];
+      rf[kb][1] = y[1][0]; rf[kb][3] = y[1][1];
+    } else {
+      fa8_quad_to_a(x[0][0], x[0][1], af[kb][0], af[kb][2]);
+      fa8_quad_to_a(x[1][0], x[1][1], af[kb][1], af[kb][3]);
+      fa8_quad_to_a(y[0][0], y[0][1], rf[kb][0], rf[kb][2]);
+      fa8_quad_to_a(y[1][0], y[1][1], rf[kb][1], rf[kb][3]);
+    }
   }
 }
 
@@ -373,7 +388,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         constexpr float UP = REM_SCALE / P_SCALE;
 #pragma unroll
         for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
-        fa8_mbar_wait(&s.vready[st], (g / STAGES) & 1);
+        if constexpr (VPERM) fa8_mbar_wait(&s.vready[st], (g / STAGES) & 1);
         c.pv_issue(c.acc, c.ra, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
@@ -443,7 +458,9 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       /* after softmax(j) (tile in stage st): O takes the rescale; RV_SOLO: R^(j) V(j) into tr meanwhile,
        * then waited for and joined */
       /* V^t of key tile g (stage g % STAGES) in the A order (permute_vt) */
-      auto v_ready = [&](int g) { fa8_mbar_wait(&s.vready[g % STAGES], (g / STAGES) & 1); };
+      auto v_ready = [&](int g) {
+        if constexpr (VPERM) fa8_mbar_wait(&s.vready[g % STAGES], (g / STAGES) & 1);
+      };
       auto after_softmax = [&](int g, const float (&rs)[2], bool first) {
         const int st = g % STAGES;
         if constexpr (RV_SOLO) {
@@ -581,8 +598,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
     for (int i = 0; i < STAGES; ++i) {
       fa8_mbar_init(&s.full[i], 1);
       fa8_mbar_init(&s.empty[i], CONSUMERS * 4);
-      fa8_mbar_init(&s.vready[i], PERMUTERS);
-      s.last[i] = 0;
+      if constexpr (VPERM) {
+        fa8_mbar_init(&s.vready[i], PERMUTERS);
+        s.last[i] = 0;
+      }
     }
     fa8_mbar_fence_init();
   }
@@ -592,9 +611,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
 
   if (wg == 0) {   /* producer */
     fa8_regs_release<PRODUCER_REGS>();
-    if (__shfl_sync(0xffffffffu, threadIdx.x / 32, 0) != 0) {   /* warps 1-3 (warp-uniform): V^t into the A order */
-      permute_vt(s, threadIdx.x - 32);
-      return;
+    if constexpr (VPERM) {
+      if (__shfl_sync(0xffffffffu, threadIdx.x / 32, 0) != 0) {   /* warps 1-3 (warp-uniform): V^t into the A order */
+        permute_vt(s, threadIdx.x - 32);
+        return;
+      }
     }
     if (threadIdx.x == 0) {
       fa8_tma_prefetch_desc(&prm.tk);
@@ -606,10 +627,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
           produce_tile(prm, s, tl, g0, j);
           g0 += tl.ntiles;
         }
-        finish_ring(s, g0);
+        if constexpr (VPERM) finish_ring(s, g0);
       } else {
         produce_tile(prm, s, tl0, 0, 0);
-        finish_ring(s, tl0.ntiles);
+        if constexpr (VPERM) finish_ring(s, tl0.ntiles);
       }
     }
     return;
