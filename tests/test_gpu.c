@@ -74,22 +74,21 @@ static double max_abs_finite(const float *a, const float *b, int64_t n) {
 }
 
 /* "fa8_delta_sm90a_e4m3_d128v128_gqa_causal_matched_m64n64_w8s1_mma" -> "fa8_<kind>_cpu_..._m64n64_w1s1": the CPU
- * instance with the same tiles; kind NULL keeps the direction ("fa8_fwd_sm90a_..._m128n128_w12s2" -> "fa8_fwd_cpu_...") */
+ * instance with the same tiles; kind NULL keeps the direction ("fa8_fwd_sm90a_..._m128n128_w12s2" -> "fa8_fwd_cpu_...").
+ * The tokens after w<W>s<S> (vperm, a pipeline) are GPU-only: the CPU twin has none. */
 static void cpu_twin_kind(const char *gpu_name, const char *kind, char *out, size_t n) {
   char buf[256];
   snprintf(buf, sizeof buf, "%s", gpu_name);
-  char *tok[32];
-  int nt = 0;
-  for (char *s = strtok(buf, "_"); s && nt < 32; s = strtok(NULL, "_")) tok[nt++] = s;
   out[0] = '\0';
-  for (int i = 0; i < nt; ++i) {
-    const char *t = tok[i];
-    if (i == 1 && kind) t = kind;
+  int i = 0;
+  for (char *t = strtok(buf, "_"); t; t = strtok(NULL, "_"), ++i) {
+    const int ws = t[0] == 'w' && strchr(t, 's') && t[1] >= '0' && t[1] <= '9';
+    if (i == 1 && kind) t = (char *)kind;
     else if (i == 2) t = "cpu";
-    else if (t[0] == 'w' && strchr(t, 's') && t[1] >= '0' && t[1] <= '9') t = "w1s1";
-    else if (i == nt - 1 && !strcmp(t, "mma")) continue;
+    else if (ws) t = "w1s1";
+    if (i > 0) strncat(out, "_", n - strlen(out) - 1);
     strncat(out, t, n - strlen(out) - 1);
-    if (i < nt - 1 && !(i == nt - 2 && !strcmp(tok[nt - 1], "mma"))) strncat(out, "_", n - strlen(out) - 1);
+    if (ws) break;
   }
 }
 
