@@ -268,6 +268,20 @@ class CudaOnly(unittest.TestCase):
         self.assertIn("_sm90", n["fwd"] + n["bwd"])   # names carry the target: fa8_fwd_sm90a_e4m3_...
         print(f"\n  dispatch d128 causal: {n}")
 
+    def test_per_tensor_scales(self):
+        # scale_rows=0: one scale per tensor, through the quantizer, the dispatcher and both exact modes
+        self.check_case("cuda", 1, 1024, 1024, 8, 2, 128, 128, True, modes=("matched", "split"), scale_rows=0)
+
+    def test_scale_rows_reaches_dispatch(self):
+        # a 192-key forward takes one K/V scale per key tile: it serves per-tensor scales, never 128-row blocks
+        q, k, v, _ = inputs("cuda", 1, 2048, 2048, 64, 8, 128, 128)
+        blocks, tensor = fa8.dispatch_names(q, k, v), fa8.dispatch_names(q, k, v, scale_rows=0)
+        self.assertNotIn("n192", blocks["fwd"])
+        props = torch.cuda.get_device_properties(q.device)
+        if (props.major, props.minor, props.multi_processor_count) == (9, 0, 132):
+            self.assertIn("n192", tensor["fwd"])   # tune/tables/sm_90a-132.csv's per-tensor row for this bucket
+        print(f"\n  dispatch d128 S=2048, 128-row blocks: {blocks['fwd']}; per-tensor: {tensor['fwd']}")
+
     def test_large_realistic(self):
         # the probe's shape class: B=16, S=256, 8/2 heads, d=64, and a long one
         for (B, S, H, Hkv, D) in ((16, 256, 8, 2, 64), (1, 2048, 16, 4, 128)):
