@@ -4,6 +4,9 @@
  * ring), each consumer warpgroup recomputes S^t and dP^t for its 64 keys of the tile with the backward's own
  * instruction sequence (fa8_recompute_issue, same shared-memory layouts), so P and dP^ are bit-identical to the
  * values the backward forms dS from; delta = sum_j P dP^ / sum_j P, summed in a fixed order (deterministic).
+ * Up to d128 (FUSED) the prep issues m64n128 for two query tiles where the backward issues m64n64 per tile: the
+ * same products and k-order per element; whether the tensor core's sums are also bit-identical across N is
+ * checked by the GPU suite's pre-cast row sums (FP32 rounding, ~1e-7, either way).
  * QSPLIT (the backward of bwd_wgmma_wide.cu.tpl: one 64-key tile per CTA, the warpgroups splitting the head dim):
  * both consumer warpgroups take all 64 keys of a tile and each recomputes its half of the query columns
  * (m64n32), as that backward does.
@@ -35,8 +38,12 @@ constexpr int QT = 2;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS <= 2 ? 240 : 160;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
+/* FUSED (not QSPLIT): one m64n128 wgmma sequence recomputes both query tiles (the backward issues m64n64 per
+ * tile): half the wgmma instructions, each K / V fragment read once for 128 query columns. Each chunk of q and
+ * dout holds the QT tiles' rows one after the other, so the two tiles are one 128-row B operand. */
+constexpr bool FUSED = !QSPLIT && QT * QW == 128;
 struct Smem {
-  uint8_t q[QT][QCH][BM * FA8_CHUNK], dout[QT][VCH][BM * FA8_CHUNK];
+  uint8_t q[QCH][QT * BM * FA8_CHUNK], dout[VCH][QT * BM * FA8_CHUNK];
   uint8_t k[STAGES][QCH][BN * FA8_CHUNK], v[STAGES][VCH][BN * FA8_CHUNK];   /* the backward's K / V layout */
   fa8_qrows rows[QT];
   float red[2][4 * CONSUMERS][QT * BM];
@@ -112,8 +119,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
     if (threadIdx.x == 0) {
       fa8_mbar_expect_tx(&s.q_full, Q_BYTES);
       for (int t = 0; t < QT; ++t) {
-        for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[t][c], &prm.tq, &s.q_full, c * FA8_CHUNK, m0 + t * BM, h, b);
-        for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[t][c], &prm.tdo, &s.q_full, c * FA8_CHUNK, m0 + t * BM, h, b);
+        for (int c = 0; c < QCH; ++c) fa8_tma_load(&s.q[c][t * BM * FA8_CHUNK], &prm.tq, &s.q_full, c * FA8_CHUNK, m0 + t * BM, h, b);
+        for (int c = 0; c < VCH; ++c) fa8_tma_load(&s.dout[c][t * BM * FA8_CHUNK], &prm.tdo, &s.q_full, c * FA8_CHUNK, m0 + t * BM, h, b);
       }
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES, n0 = it * BN;
@@ -157,11 +164,18 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
     if (PINGPONG) fa8_named_sync(2 + cw, 256);
     float sacc[QT][QW / 2], dacc[QT][QW / 2];
+    const uint8_t *kw = &s.k[st][0][cw * KOFF * FA8_CHUNK], *vw = &s.v[st][0][cw * KOFF * FA8_CHUNK];
+    if constexpr (FUSED) {   /* tile t's columns are elements [t * QW / 2, (t + 1) * QW / 2) of the m64n128 result */
+      fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QT * QW, QT * BM>(
+          *reinterpret_cast<float (*)[QT * QW / 2]>(&sacc[0][0]), *reinterpret_cast<float (*)[QT * QW / 2]>(&dacc[0][0]),
+          kw, BN * FA8_CHUNK, vw, BN * FA8_CHUNK, &s.q[0][0], &s.dout[0][0]);
+    } else {
 #pragma unroll
-    for (int t = 0; t < QT; ++t)
-      fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QW>(sacc[t], dacc[t], &s.k[st][0][cw * KOFF * FA8_CHUNK], BN * FA8_CHUNK,
-                                                      &s.v[st][0][cw * KOFF * FA8_CHUNK], BN * FA8_CHUNK,
-                                                      &s.q[t][0][q0 * FA8_CHUNK], &s.dout[t][0][q0 * FA8_CHUNK]);
+      for (int t = 0; t < QT; ++t)
+        fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QW, QT * BM>(sacc[t], dacc[t], kw, BN * FA8_CHUNK, vw, BN * FA8_CHUNK,
+                                                                 &s.q[0][(t * BM + q0) * FA8_CHUNK],
+                                                                 &s.dout[0][(t * BM + q0) * FA8_CHUNK]);
+    }
     if (PINGPONG) fa8_named_arrive(2 + (1 - cw), 256);
     fa8_wgmma_wait<0>();
 #pragma unroll

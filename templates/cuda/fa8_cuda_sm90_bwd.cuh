@@ -74,7 +74,17 @@ template <fa8_fmt FA, fa8_fmt FB, int N> struct fa8_wgmma_ss_n;
                    : "l"(da), "l"(db), "r"(accumulate));                                                     \
     }                                                                                                         \
   };
-#define FA8_WGMMA_SS(FA, FB, TA, TB) FA8_WGMMA_SS_N64(FA, FB, TA, TB) FA8_WGMMA_SS_N32(FA, FB, TA, TB)
+#define FA8_WGMMA_SS_N128(FA, FB, TA, TB)                                                                      \
+  template <> struct fa8_wgmma_ss_n<FA, FB, 128> {                                                           \
+    static __device__ __forceinline__ void run(float (&d)[64], uint64_t da, uint64_t db, int accumulate) {   \
+      asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                              \
+                   "wgmma.mma_async.sync.aligned.m64n128k32.f32." TA "." TB " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n" \
+                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
+                   : "l"(da), "l"(db), "r"(accumulate));                                                     \
+    }                                                                                                         \
+  };
+/* m64n128: the matched prep (delta_wgmma.cu.tpl) recomputes two 64-query tiles in one instruction */
+#define FA8_WGMMA_SS(FA, FB, TA, TB) FA8_WGMMA_SS_N64(FA, FB, TA, TB) FA8_WGMMA_SS_N32(FA, FB, TA, TB) FA8_WGMMA_SS_N128(FA, FB, TA, TB)
 FA8_WGMMA_SS(FA8_FMT_E4M3, FA8_FMT_E4M3, "e4m3", "e4m3")
 FA8_WGMMA_SS(FA8_FMT_E4M3, FA8_FMT_E5M2, "e4m3", "e5m2")
 FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E4M3, "e5m2", "e4m3")
@@ -82,6 +92,7 @@ FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
 #undef FA8_WGMMA_SS
 #undef FA8_WGMMA_SS_N32
 #undef FA8_WGMMA_SS_N64
+#undef FA8_WGMMA_SS_N128
 
 /* S^t = K Q^t and dP^t = V dO^t for 64 keys and N query columns, issued and committed (not waited): k, v point
  * at the 64 key rows of the K / V chunks ([rows][64 B] each, chunk stride kcs / vcs bytes), q, dout at the first
@@ -90,28 +101,30 @@ FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
  * instance's prep uses the N of its backward (m64n64 per 64-key warpgroup, or m64n32 per query half when the
  * warpgroups split the head dim), since a different wgmma shape need not give bit-identical sums. */
 /* the two halves issue only: the caller fences before (once for both, when it issues them together) and commits */
-template <fa8_fmt FMT, int DQK, int N = 64>
+/* QROWS: the query rows of one chunk of the q / dout buffers (64: one query tile; the prep keeps two tiles' rows
+ * in each chunk) */
+template <fa8_fmt FMT, int DQK, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_s_issue(float (&s)[N / 2], const uint8_t *k, int kcs, const uint8_t *q) {
 #pragma unroll
   for (int kk = 0; kk < DQK / 32; ++kk)
     fa8_wgmma_ss_n<FMT, FMT, N>::run(s, fa8_wgmma_desc(k + (kk / 2) * kcs + (kk % 2) * 32),
-                                     fa8_wgmma_desc(q + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+                                     fa8_wgmma_desc(q + (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
 }
-template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DV, int N = 64>
+template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DV, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_dp_issue(float (&dp)[N / 2], const uint8_t *v, int vcs, const uint8_t *dout) {
 #pragma unroll
   for (int kk = 0; kk < DV / 32; ++kk)
     fa8_wgmma_ss_n<FMT, FMT_GRAD, N>::run(dp, fa8_wgmma_desc(v + (kk / 2) * vcs + (kk % 2) * 32),
-                                          fa8_wgmma_desc(dout + (kk / 2) * 64 * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+                                          fa8_wgmma_desc(dout + (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
 }
 /* (the d <= 128 backward may issue the two halves in separate commit groups: the same instructions, so the same
  * sums) */
-template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DQK, int DV, int N = 64>
+template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DQK, int DV, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_issue(float (&s)[N / 2], float (&dp)[N / 2], const uint8_t *k, int kcs,
                                                     const uint8_t *v, int vcs, const uint8_t *q, const uint8_t *dout) {
   fa8_wgmma_fence();
-  fa8_recompute_s_issue<FMT, DQK, N>(s, k, kcs, q);
-  fa8_recompute_dp_issue<FMT, FMT_GRAD, DV, N>(dp, v, vcs, dout);
+  fa8_recompute_s_issue<FMT, DQK, N, QROWS>(s, k, kcs, q);
+  fa8_recompute_dp_issue<FMT, FMT_GRAD, DV, N, QROWS>(dp, v, vcs, dout);
   fa8_wgmma_commit();
 }
 
