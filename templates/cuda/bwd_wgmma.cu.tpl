@@ -89,11 +89,7 @@ __device__ __forceinline__ void permute_t(Smem &s, int total, int ptid) {
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
 #pragma unroll 1
     for (int u = ptid; u < (QT_BYTES + DOT_BYTES) / 16; u += T_PERMUTERS) {
-      const uint32_t a = u < QT_BYTES / 16 ? fa8_smem_addr(&s.qt[st][16 * u]) : fa8_smem_addr(&s.dot[st][16 * u - QT_BYTES]);
-      uint4 w;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "r"(a));
-      w = fa8_keys_to_a_order(w);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w) : "memory");
+      fa8_unit_to_a_order(u < QT_BYTES / 16 ? fa8_smem_addr(&s.qt[st][16 * u]) : fa8_smem_addr(&s.dot[st][16 * u - QT_BYTES]));
     }
     fa8_fence_async_smem();   /* the generic-proxy writes, before the wgmmas (async proxy) read them */
     fa8_mbar_arrive(&s.tready[st]);

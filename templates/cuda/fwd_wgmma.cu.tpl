@@ -338,12 +338,7 @@ __device__ __forceinline__ void permute_vt(Smem &s, int ptid) {
     if (*(volatile int *)&s.last[st]) return;   /* written before that phase's arrive: ordered by the wait */
     const uint32_t end = fa8_smem_addr(&s.vt[0][0][0]) + st * STAGE_BYTES + 16 * UNITS;
 #pragma unroll 1
-    for (uint32_t a = vt0 + st * STAGE_BYTES; a < end; a += 16 * PERMUTERS) {
-      uint4 w;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "r"(a));
-      w = fa8_keys_to_a_order(w);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w) : "memory");
-    }
+    for (uint32_t a = vt0 + st * STAGE_BYTES; a < end; a += 16 * PERMUTERS) fa8_unit_to_a_order(a);
     fa8_fence_async_smem();   /* the generic-proxy writes, before the wgmmas (async proxy) read them */
     fa8_mbar_arrive(&s.vready[st]);
   }
