@@ -1378,6 +1378,31 @@ Test(gen, tuning_profile_heuristic_is_the_shipping_choice) {
         "end\n");
 }
 
+/* vperm (schema.lua) is a wgmma forward option: the tuning set times every wgmma forward tile with and without it,
+ * nothing else carries it, and the shipping tiles leave it off (a default every sweep has timed). */
+Test(gen, vperm_only_on_wgmma_forwards) {
+    LUA_OK(
+        "local hd = { { 64, 64 }, { 128, 128 }, { 256, 256 } }\n"
+        "local tun = enumerate.run({ registry = reg, profile = 'tuning', targets = { 'sm_90a' }, hdims = hd }).instances\n"
+        "local names, on = {}, 0\n"
+        "for _, c in ipairs(tun) do names[c.name] = true end\n"
+        "for _, c in ipairs(tun) do\n"
+        "  if c.tuning.vperm then\n"
+        "    on = on + 1\n"
+        "    assert(c.functional.dir == 'fwd' and c.tuning.pipeline == 'wgmma', c.name)\n"
+        "    assert(c.name:match('_vperm$'), c.name)\n"
+        "    local off = c.name:gsub('_vperm$', '')\n"
+        "    assert(names[off], c.name .. ' has no twin without vperm in the tuning set')\n"
+        "  elseif c.functional.dir == 'fwd' and c.tuning.pipeline == 'wgmma' then\n"
+        "    assert(names[c.name .. '_vperm'], c.name .. ' has no vperm twin in the tuning set')\n"
+        "  end\n"
+        "end\n"
+        "assert(on > 0, 'no vperm instance in the tuning set')\n"
+        "for _, c in ipairs(enumerate.run({ registry = reg, profile = 'default', targets = { 'sm_90a' }, hdims = hd }).instances) do\n"
+        "  assert(not c.tuning.vperm, 'the shipping tiles turn vperm on: ' .. c.name)\n"
+        "end\n");
+}
+
 /* A bundle with CUDA targets: the CUDA host side instead of its stub, one nvcc rule per architecture that
  * lists exactly that architecture's sources, every file once. (CI compiles it through the main build's
  * templates; tools/examples links the CPU bundle.) */
