@@ -82,12 +82,19 @@ function M.parse(path, text)
   return rows
 end
 
--- Every *.csv under a directory, in name order.
-function M.load_dir(dirpath, emit)
+-- The tuned tables of a directory: every *.csv, in name order (also gen/list-tuned.lua's answer to meson).
+function M.table_files(dirpath)
   local pldir, plpath = require("pl.dir"), require("pl.path")
   if not plpath.isdir(dirpath) then error(("--tuned-dir %s: not a directory"):format(dirpath), 0) end
   local files = pldir.getfiles(dirpath, "*.csv")
   table.sort(files)
+  return files
+end
+
+-- Every table of a directory (M.table_files), parsed.
+function M.load_dir(dirpath, emit)
+  local plpath = require("pl.path")
+  local files = M.table_files(dirpath)
   local rows = {}
   if emit then emit.add_dep(dirpath) end
   for _, p in ipairs(files) do
