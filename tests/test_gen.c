@@ -195,7 +195,7 @@ static int list_dir(const char *dir, char **names, int max) {
     "  for k, v in pairs(over or {}) do if k == 'd' then f.hdim_qk, f.hdim_v = v, v else f[k] = v end end\n" \
     "  tile = tile or { 64, 64, 1, 1 }\n"                                                                \
     "  local c = { functional = f, target = tg, tuning = { block_m = tile[1], block_n = tile[2],\n"       \
-    "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1], vperm = tile.vperm } }\n" \
+    "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1], vperm = tile.vperm == true } }\n" \
     "  schema.check(c)   -- crafted configs are well-formed: only the predicate under test objects\n"    \
     "  c.name = naming.encode(c)\n"                                                                      \
     "  return c\n"                                                                                       \
@@ -532,7 +532,13 @@ Test(gen, naming_decode_failures) {
         "assert(naming.functional_key(vp) == 'fa8_fwd_e4m3_d128v128_gqa_full_split', naming.functional_key(vp))\n"
         "assert(naming.decode('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s3', reg).tuning.vperm == false)\n"
         "bad('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_mma_vperm', \"unexpected trailing token 'vperm'\")\n"
-        "bad('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_vperm_vperm', \"unexpected token 'vperm'\")\n");
+        "bad('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_vperm_vperm', \"unexpected token 'vperm'\")\n"
+        "-- a hand-made record: vperm is required and boolean\n"
+        "local rec = schema.copy(vp)\n"
+        "rec.tuning.vperm = 'yes'\n"
+        "expect_error(function() schema.check(rec, 'rec') end, 'rec', 'vperm must be true or false', 'yes')\n"
+        "rec.tuning.vperm = nil\n"
+        "expect_error(function() schema.check(rec, 'rec') end, \"tuning lacks field 'vperm'\")\n");
 }
 
 /* =================================================================================================== */

@@ -3,8 +3,9 @@
 --   default : the shipping set, every head geometry
 --   tuning  : the autotuner's candidate set (several tiles per key; pruned by constraints before building)
 -- Tiles are {block_m, block_n, warps, stages, dmin = , dmax = , vperm = } per (pipeline, direction); dmin/dmax
--- restrict a tile to head dims (the larger of qk and v) in that range, vperm is the tuning field (schema.lua). Profiles with `first_fit` keep, per functional key,
--- only the first tile that passes every constraint (one instance per key: the shipping set); `tuning` keeps all.
+-- restrict a tile to head dims (the larger of qk and v) in that range, vperm is the tuning field (schema.lua).
+-- Profiles with `first_fit` keep, per functional key, only the first tile that passes every constraint (one
+-- instance per key: the shipping set); `tuning` keeps all.
 local schema = require("fa8.schema")
 
 local M = {}

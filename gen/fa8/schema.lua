@@ -117,7 +117,6 @@ function M.check(cfg, where)
   end
   if f.variant then check_enum(where, "variant", f.variant) end
   if f.delta then check_enum(where, "delta", f.delta) end
-  if t.vperm == nil then t.vperm = false end   -- optional in hand-made records: absent means off
   for _, k in ipairs(M.tuning_fields) do
     if t[k] == nil then fail(where, ("tuning lacks field '%s'"):format(k)) end
   end
