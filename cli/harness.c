@@ -19,6 +19,8 @@ int h_delta_from_name(const char *s, fa8_delta_mode *out) {
 }
 
 static int64_t nblk(int64_t S, int32_t rows) { return rows <= 0 || rows >= S ? 1 : (S + rows - 1) / rows; }
+/* scales of a [B, S, H, D] operand quantized in blocks of `rows` rows per (b, h); 0: one for the tensor */
+static int64_t nscales(int64_t B, int64_t S, int64_t H, int32_t rows) { return rows == 0 ? 1 : B * H * nblk(S, rows); }
 
 static int64_t spad(int64_t s) { return (s + 15) / 16 * 16; }
 
@@ -52,8 +54,8 @@ int h_alloc(h_data *d, const h_config *cfg) {
   d->no = B * Sq * H * p->hdim_v;
   d->nrow = B * H * Sq;
   const size_t es = cfg->quantize_off ? 4 : 1;
-  const int64_t sq = cfg->p.scale_rows == 0 ? 1 : B * H * nblk(Sq, cfg->p.scale_rows);
-  const int64_t sk = cfg->p.scale_rows == 0 ? 1 : B * Hkv * nblk(Sk, cfg->p.scale_rows);
+  const int64_t sq = nscales(B, Sq, H, cfg->p.scale_rows);
+  const int64_t sk = nscales(B, Sk, Hkv, cfg->p.scale_rows);
   int ok = 1;
 #define A(ptr, n, sz) ok &= ((ptr) = calloc((size_t)(n) > 0 ? (size_t)(n) : 1, (sz))) != NULL
   A(d->q, d->nq, 4); A(d->k, d->nk, 4); A(d->v, d->nv, 4); A(d->dout, d->no, 4);
@@ -153,7 +155,7 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
   if (cfg->quantize_off) {
     memcpy(codes, x, (size_t)n * sizeof(float));
     memcpy(deq, x, (size_t)n * sizeof(float));
-    const int64_t ns = cfg->p.scale_rows == 0 ? 1 : B * H * nblk(S, cfg->p.scale_rows);
+    const int64_t ns = nscales(B, S, H, cfg->p.scale_rows);
     for (int64_t i = 0; i < ns; ++i) scales[i] = 1.0f;
     return FA8_OK;
   }
@@ -175,7 +177,7 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
   }
   fa8_status st = fa8_quantize(&qp, &xt, &out, gpu ? d->g.qws : NULL, gpu ? 16 : 0, NULL);
   if (st != FA8_OK) return st;
-  const int64_t nsc = cfg->p.scale_rows == 0 ? 1 : B * H * nblk(S, cfg->p.scale_rows);
+  const int64_t nsc = nscales(B, S, H, cfg->p.scale_rows);
   if (gpu && (h_gpu_get(codes, gcodes, (size_t)(B * S * H * D)) || h_gpu_get(scales, gscales, (size_t)nsc * 4)))
     return FA8_ERR_BACKEND;
   const int64_t nb = nblk(S, cfg->p.scale_rows);
