@@ -197,7 +197,8 @@ Test(run, requires_directories) {
 Test(run, bench_refuses_bad_flags) {
   const char *cases[][2] = { { "bench --modes stale,fresh", "fresh" }, { "bench --hdim 12x", "12x" },
                              { "bench --backend tpu", "tpu" }, { "bench --backend cpu", "probe" },
-                             { "bench --reps 0", "--reps" }, { "bench --bogus", "--bogus" } };
+                             { "bench --reps 0", "--reps" }, { "bench --bogus", "--bogus" },
+                             { "bench --scale-rows -1", "--scale-rows" }, { "bench --scale-rows many", "many" } };
   char out[2048];
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     const int rc = fa8_cmd(out, sizeof out, cases[i][0]);
@@ -308,6 +309,7 @@ Test(run, tuned_tables_refuse_bad_input) {
                              { "tune --backend cpu --causal maybe", "maybe" }, { "tune --backend cpu --dirs up", "up" },
                              { "tune --backend cpu --seqlen 0", "--seqlen" }, { "tune --backend cpu --heads 6 --kv-heads 4", "--kv-heads" },
                              { "tune --backend cpu --delta fresh", "fresh" }, { "tune --hdim 12x --backend cpu", "12x" },
+                             { "tune --backend cpu --scale-rows -3", "--scale-rows" }, { "tune --backend cpu --scale-rows x", "x" },
                              { "list --tuned --backend cuda --device sm_90a", "sm_90a" },
                              { "list --tuned --backend cuda --device sm_90a:-1", "sm_90a:-1" },
                              { "list --tuned --device sm_90a:132", "cpu" } };
