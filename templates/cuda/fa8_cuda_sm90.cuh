@@ -163,14 +163,18 @@ __device__ __forceinline__ uint4 fa8_keys_to_a_order(uint4 w) {
   n.w = __byte_perm(w.y, w.w, 0x7632u);
   return n;
 }
-/* One 16-byte unit of shared memory (32-bit shared address) put in the A order in place (fa8_keys_to_a_order):
- * the forward's V^t keys (vperm) and the backward's Q^t / dO^t query columns. */
-__device__ __forceinline__ void fa8_unit_to_a_order(uint32_t addr) {
+/* 16 bytes of shared memory at a 32-bit shared address */
+__device__ __forceinline__ uint4 fa8_lds128(uint32_t addr) {
   uint4 w;
   asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(w.x), "=r"(w.y), "=r"(w.z), "=r"(w.w) : "r"(addr));
-  w = fa8_keys_to_a_order(w);
+  return w;
+}
+__device__ __forceinline__ void fa8_sts128(uint32_t addr, uint4 w) {
   asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w) : "memory");
 }
+/* One 16-byte unit of shared memory (32-bit shared address) put in the A order in place (fa8_keys_to_a_order):
+ * the forward's V^t keys (vperm) and the backward's Q^t / dO^t query columns. */
+__device__ __forceinline__ void fa8_unit_to_a_order(uint32_t addr) { fa8_sts128(addr, fa8_keys_to_a_order(fa8_lds128(addr))); }
 /* x01: codes of chunks 0,1 (low, high half), x23: chunks 2,3, for one row; returns a0/a2 (or a1/a3). */
 __device__ __forceinline__ void fa8_quad_to_a(uint32_t x01, uint32_t x23, uint32_t &lo, uint32_t &hi) {
   const int lane = threadIdx.x & 31, t = lane & 3;

@@ -337,8 +337,16 @@ __device__ __forceinline__ void permute_vt(Smem &s, int ptid) {
     fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
     if (*(volatile int *)&s.last[st]) return;   /* written before that phase's arrive: ordered by the wait */
     const uint32_t end = fa8_smem_addr(&s.vt[0][0][0]) + st * STAGE_BYTES + 16 * UNITS;
+    /* two units per trip, both loads before either store: one load latency per pair (the units are disjoint) */
 #pragma unroll 1
-    for (uint32_t a = vt0 + st * STAGE_BYTES; a < end; a += 16 * PERMUTERS) fa8_unit_to_a_order(a);
+    for (uint32_t a = vt0 + st * STAGE_BYTES; a < end; a += 2 * 16 * PERMUTERS) {
+      const uint32_t b = a + 16 * PERMUTERS;
+      const uint4 w0 = fa8_lds128(a);
+      uint4 w1 = w0;
+      if (b < end) w1 = fa8_lds128(b);
+      fa8_sts128(a, fa8_keys_to_a_order(w0));
+      if (b < end) fa8_sts128(b, fa8_keys_to_a_order(w1));
+    }
     fa8_fence_async_smem();   /* the generic-proxy writes, before the wgmmas (async proxy) read them */
     fa8_mbar_arrive(&s.vready[st]);
   }
