@@ -56,23 +56,33 @@ struct Params {
   CUtensorMap tq, tdo, tk, tv;
 };
 
-/* acc += P dP^ / dos, psum += P over this thread's elements of a recomputed 64 x 64 tile (per query column j);
+/* acc += P dP^ / dos, psum += P over this thread's elements of a recomputed 64 x QW tile (per query column j);
  * MASK: the tile crosses a sequence end or the causal diagonal. The dO scale (dos) is a factor of the whole query
- * row: it multiplies the row's sum once at the end instead of every element (one FMUL and one shared load per
- * element less); P and the dP^ accumulators are still the backward's bit for bit. */
-template <bool MASK>
+ * row: it multiplies the row's sum once at the end. A thread holds two keys of each of its columns (rows key and
+ * key + 8): UNI (the two keys' V scales are equal, as under scale blocks of 16 rows or more) adds their two
+ * products first and takes the V scale once, 3 instructions per pair instead of 4; the column pair's q scales
+ * and lse2 entries come in one 8-byte load each. P and dP^ are the backward's bit for bit (fa8_p); only delta's
+ * FP32 summation order differs from one product per element (still fixed: deterministic). */
+template <bool MASK, bool UNI>
 __device__ __forceinline__ void accumulate(const float (&sacc)[QW / 2], const float (&dacc)[QW / 2], const fa8_qrows &r,
                                            const fa8_delta_args &a, int m0, int q0, int key, float kc, const float (&vs)[2],
                                            float (&acc)[QW / 4], float (&psum)[QW / 4]) {
+  const int t = threadIdx.x & 3;
 #pragma unroll
-  for (int i = 0; i < QW / 2; ++i) {
-    const int rr = (i >> 1) & 1, ql = q0 + fa8_acc_col(i), row = m0 + ql, j = (i >> 2) * 2 + (i & 1);
-    const int kr = key + 8 * rr;
-    const bool vis = !MASK || fa8_visible(row, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
-    float p, dpv;
-    fa8_p_dp<MASK>(sacc[i], dacc[i], fa8_logit_factor(r.qs[ql], kc), r.lse2[ql], vs[rr], vis, p, dpv);
-    acc[j] += p * dpv;
-    psum[j] += p;
+  for (int c = 0; c < QW / 8; ++c) {
+    const int qp = q0 + c * 8 + 2 * t;   /* the column pair of elements 4c .. 4c + 3 (fa8_acc_col) */
+    const float2 qs2 = *reinterpret_cast<const float2 *>(&r.qs[qp]), l2 = *reinterpret_cast<const float2 *>(&r.lse2[qp]);
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int i0 = 4 * c + u, i1 = i0 + 2, j = 2 * c + u, row = m0 + qp + u;   /* i0: key, i1: key + 8 */
+      const float mul = fa8_logit_factor(u ? qs2.y : qs2.x, kc), lse2 = u ? l2.y : l2.x;
+      const bool v0 = !MASK || fa8_visible(row, key, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
+      const bool v1 = !MASK || fa8_visible(row, key + 8, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
+      const float p0 = fa8_p<MASK>(sacc[i0], mul, lse2, v0), p1 = fa8_p<MASK>(sacc[i1], mul, lse2, v1);
+      if constexpr (UNI) acc[j] = fmaf(vs[0], fmaf(p1, dacc[i1], p0 * dacc[i0]), acc[j]);
+      else acc[j] = fmaf(p1, dacc[i1] * vs[1], fmaf(p0, dacc[i0] * vs[0], acc[j]));
+      psum[j] += p0 + p1;
+    }
   }
 }
 
@@ -184,14 +194,19 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
       fa8_fence_regs(dacc[t]);
     }
     if (lane == 0) fa8_mbar_arrive(&s.empty[st]);
-    /* tiles inside both sequence ends and below the causal diagonal skip the mask (branch-free loop) */
+    /* tiles inside both sequence ends and below the causal diagonal skip the mask (branch-free loop); the warp
+     * takes the paired V scale where every lane's two keys share one */
+    const bool vs_uniform = __all_sync(0xffffffffu, vs[0] == vs[1]);
 #pragma unroll
     for (int t = 0; t < QT; ++t) {
       const int mt = m0 + t * BM;
-      if (fa8_block_visible(mt, mt + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-        accumulate<false>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, fa8_key_factor(ks_tile, cl2e), vs, acc[t], psum[t]);
+      const float kc = fa8_key_factor(ks_tile, cl2e);
+      if (!fa8_block_visible(mt, mt + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+        accumulate<true, false>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, kc, vs, acc[t], psum[t]);
+      else if (vs_uniform)
+        accumulate<false, true>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, kc, vs, acc[t], psum[t]);
       else
-        accumulate<true>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, fa8_key_factor(ks_tile, cl2e), vs, acc[t], psum[t]);
+        accumulate<false, false>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, kc, vs, acc[t], psum[t]);
     }
   }
   if (PINGPONG && cw == 0) fa8_named_sync(2, 256);   /* warpgroup 1's last hand-over */

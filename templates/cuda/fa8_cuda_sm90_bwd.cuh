@@ -132,7 +132,7 @@ __device__ __forceinline__ void fa8_recompute_issue(float (&s)[N / 2], float (&d
  * log2 units less log2 of P's cast scale (fa8_lse2_row), so exp2(t - lse2) is P already scaled for its FP8 cast
  * (no multiply per element). qk: the logit factor (q scale x k scale x c log2 e), filled by the backward's
  * producer only (its K scale is one per CTA; the prep forms it per key tile). */
-struct fa8_qrows {
+struct alignas(16) fa8_qrows {   /* aligned: the prep reads column pairs as float2 */
   float qs[64], dos[64], lse2[64], delta[64], qk[64];
 };
 /* the lse2 entry of a row with saved LSE `lse` (natural log): one definition for both producers */
@@ -150,9 +150,13 @@ __device__ __forceinline__ float fa8_logit_factor(float qs, float kc) { return q
  * flushes denormal results (ex2.approx.ftz): exp2f's denormal path costs a compare and two multiplies per
  * element, and no FP8 probability can hold a denormal. */
 template <bool MASK = true>
-__device__ __forceinline__ void fa8_p_dp(float s, float d, float mul, float lse2, float dsc, bool vis, float &p, float &dpv) {
+__device__ __forceinline__ float fa8_p(float s, float mul, float lse2, bool vis) {
   const float e = fa8_exp2_ftz(fmaf(s, mul, -lse2));
-  p = MASK && (!vis || lse2 == -INFINITY) ? 0.0f : e;
+  return MASK && (!vis || lse2 == -INFINITY) ? 0.0f : e;
+}
+template <bool MASK = true>
+__device__ __forceinline__ void fa8_p_dp(float s, float d, float mul, float lse2, float dsc, bool vis, float &p, float &dpv) {
+  p = fa8_p<MASK>(s, mul, lse2, vis);
   dpv = d * dsc;
 }
 
