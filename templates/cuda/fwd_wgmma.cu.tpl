@@ -98,17 +98,22 @@ __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&
 
 /* split: P^ and R^ fragments in one pass. P^ = e4m3(p 2^8) comes from the codes to_a_frags would pack; the
  * codes decode back exactly through f16 (every e4m3 value is an f16 value), and R^ = e4m3((p - P^/2^8) 2^12)
- * is computed as e4m3((p 2^8 - P^) 2^4): p 2^8 is what p[] holds, and the subtraction is exact (P^ is within a
- * factor 2 of p 2^8, or 0), so the codes are bit for bit those of docs/numerics.md without a software decode
- * or a 64-float remainder array. */
-__device__ __forceinline__ void dec_e4m3x2(uint32_t c, float &lo, float &hi) {
-  asm("{\n.reg .b16 c, l, h;\n.reg .b32 x;\ncvt.u16.u32 c, %2;\ncvt.rn.f16x2.e4m3x2 x, c;\nmov.b32 {l, h}, x;\n"
-      "cvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
+ * is computed as e4m3(p 2^8 K - P^ K) with K = 2^4: p 2^8 is what p[] holds, P^ K is exact in f16 (one packed
+ * multiply for the pair), and the FFMA rounds once a difference that is exact (P^ is within a factor 2 of p 2^8,
+ * or 0), so the codes are bit for bit those of docs/numerics.md without a software decode or a 64-float
+ * remainder array, and one instruction per logit less than a subtract and a multiply. */
+constexpr float K_REM = REM_SCALE / P_SCALE;
+/* the f16 bits of K_REM, a power of two (2^0 .. 2^15) */
+__host__ __device__ constexpr uint32_t f16_pow2_bits(float k, int e = 0) { return k > 1.0f ? f16_pow2_bits(k / 2.0f, e + 1) : (uint32_t)(15 + e) << 10; }
+static_assert(K_REM >= 1.0f && K_REM <= 32768.0f && f16_pow2_bits(1.0f) == 0x3C00u && f16_pow2_bits(16.0f) == 0x4C00u, "K_REM: 2^0 .. 2^15");
+__device__ __forceinline__ void dec_e4m3x2_times_k(uint32_t c, float &lo, float &hi) {
+  constexpr uint32_t K2 = f16_pow2_bits(K_REM) * 0x10001u;
+  asm("{\n.reg .b16 c, l, h;\n.reg .b32 x;\ncvt.u16.u32 c, %2;\ncvt.rn.f16x2.e4m3x2 x, c;\nmul.rn.f16x2 x, x, %3;\n"
+      "mov.b32 {l, h}, x;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
       : "=f"(lo), "=f"(hi)
-      : "r"(c));
+      : "r"(c), "r"(K2));
 }
 __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_t (&af)[BN / 32][4], uint32_t (&rf)[BN / 32][4]) {
-  constexpr float K = REM_SCALE / P_SCALE;
 #pragma unroll
   for (int kb = 0; kb < BN / 32; ++kb) {
     uint32_t x[2][2], y[2][2];
@@ -120,10 +125,10 @@ __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           const int i = 4 * (4 * kb + 2 * h + u) + 2 * r;
-          float d0, d1;
+          float d0, d1;   /* P^ K */
           cx[u] = fa8_pack_e4m3x2(p[i], p[i + 1]);
-          dec_e4m3x2(cx[u], d0, d1);
-          cy[u] = fa8_pack_e4m3x2((p[i] - d0) * K, (p[i + 1] - d1) * K);
+          dec_e4m3x2_times_k(cx[u], d0, d1);
+          cy[u] = fa8_pack_e4m3x2(fmaf(p[i], K_REM, -d0), fmaf(p[i + 1], K_REM, -d1));
         }
         x[r][h] = cx[0] | (cx[1] << 16);
         y[r][h] = cy[0] | (cy[1] << 16);
