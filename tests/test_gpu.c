@@ -527,6 +527,22 @@ Test(gpu, refuses_missing_transposed_copy) {
   h_free(&d);
 }
 
+/* An instance whose shared memory exceeds what the device allows is refused before the launch, naming both
+ * figures (a copy of a real descriptor with an impossible size: nothing is launched, so no arguments) */
+Test(gpu, refuses_instance_over_device_shared_memory) {
+  require_gpu();
+  const fa8_kernel_desc *real = NULL;
+  for (size_t i = 0; i < fa8_instance_count && !real; ++i)
+    if (fa8_instances[i].backend == FA8_BACKEND_CUDA && fa8_instances[i].dir == FA8_DIR_FWD) real = &fa8_instances[i];
+  cr_assert(real, "no CUDA forward instance in this build");
+  fa8_kernel_desc big = *real;
+  big.smem_bytes = 1 << 30;
+  const fa8_status st = fa8__gpu_run(&big, NULL, NULL);
+  cr_expect_eq(st, FA8_ERR_UNSUPPORTED, "status %d", (int)st);
+  cr_expect(strstr(fa8_last_error(), "1073741824 bytes of shared memory") != NULL, "%s", fa8_last_error());
+  cr_expect(strstr(fa8_last_error(), real->name) != NULL, "%s", fa8_last_error());
+}
+
 /* The autotuner on the GPU, end to end on a small sweep: every candidate checked and timed with events, a
  * table and a report written, the second run served from the cache, and the runtime using the table. */
 Test(gpu, tuner_end_to_end, .timeout = 600) {

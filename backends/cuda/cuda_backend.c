@@ -84,6 +84,15 @@ fa8_status fa8__cuda_check_device(fa8_backend be) {
 
 fa8_status fa8__cuda_run(const fa8_kernel_desc *d, const void *args, void *stream) {
   if (!d->gpu_launch) return fa8__fail(FA8_ERR_BACKEND, "instance %s has no GPU entry point", d->name);
+  /* the config model sized the instance's shared memory (gen/fa8/constraints.lua, static_asserted against the
+   * kernel) for its target; a device of that target with less than the target's figure gets a clear refusal
+   * here instead of the launch's "invalid argument" */
+  fa8_status st = FA8_OK;
+  const props *p = device_props(&st);
+  if (!p) return st;
+  if (d->smem_bytes > 0 && (size_t)d->smem_bytes > p->smem_optin)
+    return fa8__fail(FA8_ERR_UNSUPPORTED, "%s needs %d bytes of shared memory per block; CUDA device '%s' allows %zu",
+                     d->name, (int)d->smem_bytes, p->name, p->smem_optin);
   const int rc = d->gpu_launch(args, stream);
   if (rc != 0)
     return fa8__fail(FA8_ERR_BACKEND, "%s: CUDA error %d (%s)", d->name, rc, cudaGetErrorString((cudaError_t)rc));

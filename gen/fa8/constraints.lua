@@ -25,6 +25,43 @@ function M.wgmma_bwd_wide_smem(qk, v, bm, bn, st, ts)
     + st * 5 * bm * F32 + 2 * 8 * F32 + 5 * bm * 8 + bn * F32 + 8 * (1 + 2 * st + 2 * ts) + 1024
 end
 
+-- The dynamic shared memory each CUDA template launches with, as its Smem struct lays it out (each template
+-- static_asserts sizeof(Smem) against this figure, SMEM_MODEL, so the two cannot drift apart: a config this
+-- model lets through always launches). PAD: fa8_cuda_tile.cuh's FA8_PAD, the portable path's row padding. The
+-- wgmma kernels align their base to 1024 at run time (+ 1024) and round the struct to 16 bytes.
+local PAD = 16
+local function up(x, a) return (x + a - 1) // a * a end
+local QROWS_BYTES = 5 * 64 * F32   -- fa8_cuda_sm90_bwd.cuh's fa8_qrows (64 queries)
+function M.cuda_smem(cfg)
+  local f, t = cfg.functional, cfg.tuning
+  local bm, bn, st, w = t.block_m, t.block_n, t.stages, t.warps
+  local qk, v = f.hdim_qk or f.hdim, f.hdim_v or f.hdim
+  if t.pipeline == "mma" then
+    if f.dir == "fwd" then   -- templates/cuda/fwd.cu.tpl: q, k ring, vt ring, p, ks ring, vs
+      return up(bm * (qk + PAD) + st * bn * (qk + PAD) + st * v * (bn + PAD) + bm * (bn + PAD), 4) + st * bn * F32 + st * F32
+    elseif f.dir == "bwd" then   -- templates/cuda/bwd.cu.tpl: k, v, kt; q, dout, qt, dot; ds, dst, pt; row data
+      return bn * (qk + PAD) + bn * (v + PAD) + qk * (bn + PAD) + bm * (qk + PAD) + bm * (v + PAD) + qk * (bm + PAD)
+        + v * (bm + PAD) + bm * (bn + PAD) + 2 * bn * (bm + PAD) + (2 * bn + 4 * bm + w) * F32
+    else   -- templates/cuda/delta.cu.tpl: q, dout of one pass (<= 64 rows), k, v, their scales
+      local rows = math.min(bm, 64)
+      return rows * (qk + PAD) + rows * (v + PAD) + bn * (qk + PAD) + bn * (v + PAD) + 2 * bn * F32
+    end
+  end
+  local nc = w // 4 - 1
+  local bytes
+  if f.dir == "fwd" then   -- templates/cuda/fwd_wgmma.cu.tpl: q, k ring, vt ring, kvs, mbarriers, last[], q_empty
+    bytes = bm * qk + st * bn * (qk + v) + st * 2 * F32 + 8 + 3 * st * 8 + up(st * 4, 8) + 8
+  elseif f.dir == "bwd" then   -- templates/cuda/bwd_wgmma.cu.tpl
+    local nq = qk // nc
+    local dqs = nq % 32 == 0 and 2 * qk * bm * F32 or 2 * nc * F32   -- dQ staging slabs (or one float each)
+    bytes = bn * (2 * qk + v) + st * 2 * bm * (qk + v) + bm * bn + dqs + st * QROWS_BYTES + 2 * 4 * nc * F32
+      + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st)
+  else   -- templates/cuda/delta_wgmma.cu.tpl (matched): QT = 2 query tiles resident, the K / V ring, row sums
+    bytes = 2 * bm * (qk + v) + st * bn * (qk + v) + 2 * QROWS_BYTES + 2 * 4 * nc * 2 * bm * F32 + 8 * (1 + 2 * st)
+  end
+  return up(bytes, 16) + 1024
+end
+
 -- Its Q^t / dO^t ring depth: two buffers where they fit the target's shared memory (d192, MLA), else one (d256:
 -- they are read last in a tile, so one buffer refills while the next tile's S^t / dP^t run).
 function M.wgmma_bwd_wide_tstages(cfg)
@@ -61,8 +98,7 @@ function M.resources(cfg)
   local qk, v, e = f.hdim_qk, f.hdim_v, elt(f.fmt)
   if t.pipeline == "mfma" then return M.mfma_resources(cfg) end
   if f.dir == "fwd" then
-    r.smem_bytes = bm * qk * e + st * bn * (qk + v) * e
-    if t.pipeline == "mma" then r.smem_bytes = r.smem_bytes + bm * bn * FP8 end   -- P staged for ldmatrix
+    r.smem_bytes = M.cuda_smem(cfg) - 1024   -- (the 1024 of every figure is added below)
     if t.pipeline == "wgmma" then
       -- templates/cuda/fwd_wgmma: a consumer thread holds O (v/2) and S (bn/2) in FP32, the P^ fragments
       -- (bn/8 words; split at v <= 128: R^ too) and ~24 registers of addressing and softmax state. Highest
@@ -94,18 +130,18 @@ function M.resources(cfg)
       r.smem_bytes = M.wgmma_bwd_wide_smem(qk, v, bm, bn, st, M.wgmma_bwd_wide_tstages(cfg)) - 1024
       r.regs = qk // 4 + v // 4 + math.max(bm // 2, qk // 4) + 40
     elseif f.dir == "bwd" then
-      r.smem_bytes = bn * (2 * qk + v) * e + st * 2 * bm * (qk + v) * e + bn * bm * FP8 + st * 4 * bm * F32
+      r.smem_bytes = M.cuda_smem(cfg) - 1024
       r.regs = qk // 2 + v // 2 + math.max(bm, qk // nc // 2 + bm // 4) + 40
     else
       -- the matched prep: QT = 2 query tiles of Q, dO resident, the K / V ring; S^t, dP^t of QT tiles (the
       -- backward's m64n64 per warpgroup, or m64n32 under the head-dim split) and 2 x QT row sums per thread
       local qw = split and bm // 2 or bm
-      r.smem_bytes = 2 * bm * (qk + v) * e + st * bn * (qk + v) * e + 2 * 4 * nc * 2 * bm * F32 + 2 * 5 * bm * F32
+      r.smem_bytes = M.cuda_smem(cfg) - 1024
       r.regs = 3 * qw + 40
     end
   else
     -- delta (matched) and bwd: Q, dO tiles (and transposes), K, V, plus dS and P staging
-    r.smem_bytes = st * bm * (qk + v) * e * 2 + bn * (qk + v) * e + 2 * bm * bn * FP8 + bm * 8
+    r.smem_bytes = M.cuda_smem(cfg) - 1024
     local consumers = t.pipeline == "wgmma" and (threads - 128) or threads
     local acc = f.dir == "bwd" and bn * (qk + v) or bm
     r.regs = math.ceil((acc + 2 * bm * bn) / math.max(consumers, 1)) + 48

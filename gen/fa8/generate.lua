@@ -84,6 +84,9 @@ local function template_env(c)
     BWD_QSPLIT = constraints.wgmma_bwd_hdim_split(c.tuning) and 1 or 0,
     BWD_TSTAGES = f.dir == "bwd" and constraints.wgmma_bwd_hdim_split(c.tuning) and constraints.wgmma_bwd_wide_tstages(c) or 0,
     ARCH = c.target.arch,
+    -- templates/cuda: the shared memory the config model counted (constraints.cuda_smem), static_asserted
+    -- against the kernel's own layout
+    SMEM_MODEL = c.target.backend == "cuda" and f.dir ~= "quant" and constraints.cuda_smem(c) or 0,
   }
 end
 

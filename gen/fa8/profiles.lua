@@ -50,10 +50,9 @@ local tiles = {
     wgmma  = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 128, 192, 12, 2 }, { 128, 192, 12, 3 },
                        { 192, 128, 16, 2 }, { 128, 64, 12, 3 }, { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
-               -- the backward (and the matched prep sharing its tile) with 3 and 4 ring stages: whether deeper
-               -- prefetch of the query tiles (backward) and K/V tiles (prep) pays
-               bwd = { { 64, 128, 12, 2 }, { 64, 128, 12, 3, dmax = 128 }, { 64, 128, 12, 4, dmax = 128 },
-                       { 64, 64, 12, 2, dmin = 129 } } },
+               -- (3 ring stages for the d<=128 backward and its prep measured 2-3 % slower, 4 do not fit:
+               -- tune/reports/2026-11-30-h200-bwd-stages.md)
+               bwd = { { 64, 128, 12, 2 }, { 64, 64, 12, 2, dmin = 129 } } },
     mfma   = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 64, 4, 1 }, { 128, 128, 4, 1 }, { 64, 64, 2, 1 } },
                bwd = { { 64, 64, 2, 1 }, { 64, 32, 2, 1 }, { 32, 32, 1, 1 }, { 128, 64, 4, 1 } } },

@@ -26,6 +26,7 @@ struct Smem {
   uint8_t ds[BM * LS], dst[BN * LT], pt[BN * LT];
   float ks[BN], vs[BN], qs[BM], dos[BM], lse2[BM], delta[BM], wmax[WARPS];
 };
+static_assert(sizeof(Smem) <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
 
 __device__ __forceinline__ void add_diag(double *base, const fa8_rowdiag &dg, int b, int h, int row, double v) {
   if (base) atomicAdd(base + (int64_t)b * dg.sb + (int64_t)h * dg.sh + row, v);

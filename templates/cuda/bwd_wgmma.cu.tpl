@@ -47,6 +47,7 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   uint64_t kv_full, full[STAGES], empty[STAGES];
   uint64_t tready[STAGES];   /* the stage's Q^t and dO^t are in the A order (permute_t's 64 threads arrive) */
 };
+static_assert(sizeof(Smem) + 1024 <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
 constexpr unsigned KV_BYTES = BN * DQK + BN * DV + DQK * BN, Q_BYTES = BM * DQK + BM * DV + DQK * BM + DV * BM;
 
 struct Params {

@@ -20,6 +20,7 @@ struct Smem {
   uint8_t q[ROWS * LQ], dout[ROWS * LO], k[BN * LK], v[BN * LV];
   float ks[BN], vs[BN];
 };
+static_assert(sizeof(Smem) <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
 
 __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) {
   extern __shared__ __align__(16) uint8_t smem_raw[];

@@ -24,6 +24,7 @@ struct Smem {
   float ks[STAGES][BN];
   float vs[STAGES];
 };
+static_assert(sizeof(Smem) <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
 
 __device__ __forceinline__ void load_tile(Smem &s, int st, const fa8_fwd_args &a, int b, int kh, int n0) {
   const uint8_t *kg = (const uint8_t *)a.k.ptr + (int64_t)b * a.k.sb + (int64_t)kh * a.k.sh;

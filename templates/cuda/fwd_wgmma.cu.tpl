@@ -49,6 +49,7 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   int last[STAGES];          /* 1: the stage's phase of full carries no tile, the permuters stop (finish_ring) */
   uint64_t q_empty;   /* persistent grids: both consumer warpgroups are done with Q */
 };
+static_assert(sizeof(Smem) + 1024 <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
 constexpr unsigned KV_BYTES = BN * DQK + DV * BN;
 
 struct Params {
