@@ -49,7 +49,6 @@ struct Smem {
   float red[2][4 * CONSUMERS][QT * BM];
   uint64_t q_full, full[STAGES], empty[STAGES];
 };
-static_assert(sizeof(Smem) + 1024 <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
 constexpr unsigned KV_BYTES = BN * DQK + BN * DV, Q_BYTES = QT * (BM * DQK + BM * DV);
 
 struct Params {
@@ -162,22 +161,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
    * backward's. */
   constexpr bool PINGPONG = CONSUMERS == 2;
   if (PINGPONG && cw == 1) fa8_named_arrive(2, 256);   /* warpgroup 0 goes first */
-  /* the backward's scale reads: K's once per key tile (constant over it, runtime-checked), V's per key. Loaded
-   * one key tile ahead: the global loads' latency hides behind a whole tile instead of one GEMM wait */
-  auto tile_scales = [&](int n0, float &ks, float (&v)[2]) {
-    ks = fa8_scale_at(a.k_scale, b, kh, n0);
+  for (int it = 0; it < ntiles; ++it) {
+    const int st = it % STAGES, n0 = it * BN;
+    /* the backward's scale reads: K's once per key tile (constant over it, runtime-checked), V's per key */
+    const float ks_tile = fa8_scale_at(a.k_scale, b, kh, n0);
+    float vs[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int key = n0 + key0 + 8 * r;
-      v[r] = key < a.Sk ? fa8_scale_at(a.v_scale, b, kh, key) : 0.0f;
+      vs[r] = key < a.Sk ? fa8_scale_at(a.v_scale, b, kh, key) : 0.0f;
     }
-  };
-  float ks_next = 0.0f, vs_next[2] = { 0.0f, 0.0f };
-  if (ntiles > 0) tile_scales(0, ks_next, vs_next);
-  for (int it = 0; it < ntiles; ++it) {
-    const int st = it % STAGES, n0 = it * BN;
-    const float ks_tile = ks_next, vs[2] = { vs_next[0], vs_next[1] };
-    if (it + 1 < ntiles) tile_scales(n0 + BN, ks_next, vs_next);
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
     if (PINGPONG) fa8_named_sync(2 + cw, 256);
     float sacc[QT][QW / 2], dacc[QT][QW / 2];
