@@ -6,9 +6,6 @@ local M = {}
 
 local FP8, F32 = 1, 4
 
--- Bytes of one operand element as the kernel stages it (FP8 codes; the CPU's f32 pseudo-format is 4 bytes).
-local function elt(fmt) return fmt == "f32" and F32 or FP8 end
-
 -- The Hopper backward's two layouts, told apart by the tile: 64 keys per consumer warpgroup (BLOCK_N = 64 x
 -- consumers, templates/cuda/bwd_wgmma) or one 64-key tile whose head dim the two consumer warpgroups split
 -- (BLOCK_N 64 with two of them, templates/cuda/bwd_wgmma_wide: d > 128, where dK + dV of 64 keys do not fit a
@@ -95,10 +92,15 @@ function M.resources(cfg)
     r.regs = 32
     return r
   end
-  local qk, v, e = f.hdim_qk, f.hdim_v, elt(f.fmt)
+  local qk, v = f.hdim_qk, f.hdim_v
   if t.pipeline == "mfma" then return M.mfma_resources(cfg) end
+  -- shared memory: each CUDA kernel's own layout (the head-dim-split backward's in wgmma_bwd_wide_smem)
+  if f.dir == "bwd" and M.wgmma_bwd_hdim_split(t) then
+    r.smem_bytes = M.wgmma_bwd_wide_smem(qk, v, bm, bn, st, M.wgmma_bwd_wide_tstages(cfg))
+  else
+    r.smem_bytes = M.cuda_smem(cfg)
+  end
   if f.dir == "fwd" then
-    r.smem_bytes = M.cuda_smem(cfg) - 1024   -- (the 1024 of every figure is added below)
     if t.pipeline == "wgmma" then
       -- templates/cuda/fwd_wgmma: a consumer thread holds O (v/2) and S (bn/2) in FP32, the P^ fragments
       -- (bn/8 words; split at v <= 128: R^ too) and ~24 registers of addressing and softmax state. Highest
@@ -128,27 +130,22 @@ function M.resources(cfg)
       r.reg_budget = 232
       -- bwd_wgmma_wide: dK (qk/4) and dV (v/4) per thread (a warpgroup holds 64 keys x half the head dim), then
       -- S^t and dP^t of 64 keys x 32 queries (bm/4 each) or its dQ columns (64 x qk/2: qk/4), + ~40 of
-      -- addressing. Shared memory as the kernel lays it out (its static_assert checks the same sum).
-      r.smem_bytes = M.wgmma_bwd_wide_smem(qk, v, bm, bn, st, M.wgmma_bwd_wide_tstages(cfg)) - 1024
+      -- addressing.
       r.regs = qk // 4 + v // 4 + math.max(bm // 2, qk // 4) + 40
     elseif f.dir == "bwd" then
-      r.smem_bytes = M.cuda_smem(cfg) - 1024
       r.regs = qk // 2 + v // 2 + math.max(bm, qk // nc // 2 + bm // 4) + 40
     else
       -- the matched prep: QT = 2 query tiles of Q, dO resident, the K / V ring; S^t, dP^t of QT tiles (the
       -- backward's m64n64 per warpgroup, or m64n32 under the head-dim split) and 2 x QT row sums per thread
       local qw = split and bm // 2 or bm
-      r.smem_bytes = M.cuda_smem(cfg) - 1024
       r.regs = 3 * qw + 40
     end
   else
-    -- delta (matched) and bwd: Q, dO tiles (and transposes), K, V, plus dS and P staging
-    r.smem_bytes = M.cuda_smem(cfg) - 1024
+    -- delta (matched) and bwd (the portable path): accumulators per thread
     local consumers = t.pipeline == "wgmma" and (threads - 128) or threads
     local acc = f.dir == "bwd" and bn * (qk + v) or bm
     r.regs = math.ceil((acc + 2 * bm * bn) / math.max(consumers, 1)) + 48
   end
-  r.smem_bytes = r.smem_bytes + 1024             -- barriers, scales, alignment slack
   return r
 end
 
