@@ -185,6 +185,19 @@ __device__ __forceinline__ void fa8_quad_to_a(uint32_t x01, uint32_t x23, uint32
   lo = __byte_perm(a, b, sel);
   hi = __byte_perm(c, d, sel);
 }
+/* One 32-wide k-step's A fragment from a thread's packed codes x[row][chunk pair] (row g, g+8; chunks 0,1 and
+ * 2,3). OWN: the B operand's K rows are in the A order (fa8_keys_to_a_order), so the thread's own codes are its
+ * fragment as they stand; otherwise they move across the quad (fa8_quad_to_a). */
+template <bool OWN>
+__device__ __forceinline__ void fa8_codes_to_a(const uint32_t (&x)[2][2], uint32_t (&af)[4]) {
+  if constexpr (OWN) {
+    af[0] = x[0][0]; af[2] = x[0][1];
+    af[1] = x[1][0]; af[3] = x[1][1];
+  } else {
+    fa8_quad_to_a(x[0][0], x[0][1], af[0], af[2]);
+    fa8_quad_to_a(x[1][0], x[1][1], af[1], af[3]);
+  }
+}
 
 /* ---- TMA reduce (shared -> global add), bulk groups ---- */
 /* global += one box of shared memory (the map's element type, FP32 here), tracked by this thread's bulk group */

@@ -36,8 +36,7 @@ __device__ __forceinline__ void fa8_acc_to_a(const float (&x)[N / 2], uint32_t (
         w[r][h] = fa8_pack_x2<F>(x[4 * c0 + 2 * r], x[4 * c0 + 2 * r + 1]) |
                   (fa8_pack_x2<F>(x[4 * (c0 + 1) + 2 * r], x[4 * (c0 + 1) + 2 * r + 1]) << 16);
       }
-    af[kb][0] = w[0][0]; af[kb][2] = w[0][1];
-    af[kb][1] = w[1][0]; af[kb][3] = w[1][1];
+    fa8_codes_to_a<true>(w, af[kb]);
   }
 }
 

@@ -87,13 +87,7 @@ __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&
         x[r][h] = fa8_pack_e4m3x2(p[4 * c0 + 2 * r], p[4 * c0 + 2 * r + 1]) |
                   (fa8_pack_e4m3x2(p[4 * (c0 + 1) + 2 * r], p[4 * (c0 + 1) + 2 * r + 1]) << 16);
       }
-    if constexpr (VPERM) {   /* V^t's keys are in the A order (permute_vt): a thread's own codes are its fragment */
-      af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
-      af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
-    } else {
-      fa8_quad_to_a(x[0][0], x[0][1], af[kb][0], af[kb][2]);
-      fa8_quad_to_a(x[1][0], x[1][1], af[kb][1], af[kb][3]);
-    }
+    fa8_codes_to_a<VPERM>(x, af[kb]);   /* vperm: V^t's keys are in the A order (permute_vt) */
   }
 }
 
@@ -134,17 +128,8 @@ __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_
         x[r][h] = cx[0] | (cx[1] << 16);
         y[r][h] = cy[0] | (cy[1] << 16);
       }
-    if constexpr (VPERM) {
-      af[kb][0] = x[0][0]; af[kb][2] = x[0][1];
-      af[kb][1] = x[1][0]; af[kb][3] = x[1][1];
-      rf[kb][0] = y[0][0]; rf[kb][2] = y[0][1];
-      rf[kb][1] = y[1][0]; rf[kb][3] = y[1][1];
-    } else {
-      fa8_quad_to_a(x[0][0], x[0][1], af[kb][0], af[kb][2]);
-      fa8_quad_to_a(x[1][0], x[1][1], af[kb][1], af[kb][3]);
-      fa8_quad_to_a(y[0][0], y[0][1], rf[kb][0], rf[kb][2]);
-      fa8_quad_to_a(y[1][0], y[1][1], rf[kb][1], rf[kb][3]);
-    }
+    fa8_codes_to_a<VPERM>(x, af[kb]);
+    fa8_codes_to_a<VPERM>(y, rf[kb]);
   }
 }
 
