@@ -132,29 +132,27 @@ static void require_gpu(void) {
   if (h_gpu_count() == 0) cr_skip_test("no CUDA device here (or fa8 built without CUDA): GPU suite skipped");
 }
 
+/* Whether the build has a CUDA forward/backward instance of head dims qk x v (a -Dhdim build leaves some out) */
+static int hdims_in_build(int qk, int v) {
+  for (size_t i = 0; i < fa8_instance_count; ++i) {
+    const fa8_kernel_desc *d = &fa8_instances[i];
+    if (d->backend == FA8_BACKEND_CUDA && d->dir != FA8_DIR_QUANT && d->hdim_qk == qk && d->hdim_v == v) return 1;
+  }
+  return 0;
+}
+static int hdim_in_build(int d) { return hdims_in_build(d, d); }
+
 /* A build restricted to some head dims (-Dhdim=64,128, e.g. a tuning build) has no instance for the others:
  * those geometries are skipped with a message, not failed. */
 static int geom_in_build(const geom *g) {
   /* Builds with -Dhdim leave geometries out: skip only when the build has no CUDA instance of this head-dim pair
    * at all, so a dispatch failure on a geometry the build does have still fails the test. */
   h_config cg = config(g, FA8_BACKEND_CUDA);
-  for (size_t i = 0; i < fa8_instance_count; ++i) {
-    const fa8_kernel_desc *d = &fa8_instances[i];
-    if (d->backend == FA8_BACKEND_CUDA && d->dir != FA8_DIR_QUANT && d->hdim_qk == cg.p.hdim_qk && d->hdim_v == cg.p.hdim_v)
-      return 1;
-  }
+  if (hdims_in_build(cg.p.hdim_qk, cg.p.hdim_v)) return 1;
   fprintf(stderr, "[gpu] %s: skipped, no %dx%d instance in this build\n", g->name, cg.p.hdim_qk, cg.p.hdim_v);
   return 0;
 }
 
-/* Whether the build has a CUDA forward/backward instance of head dim d x d (a -Dhdim build leaves some out) */
-static int hdim_in_build(int d) {
-  for (size_t i = 0; i < fa8_instance_count; ++i) {
-    const fa8_kernel_desc *k = &fa8_instances[i];
-    if (k->backend == FA8_BACKEND_CUDA && k->dir != FA8_DIR_QUANT && k->hdim_qk == d && k->hdim_v == d) return 1;
-  }
-  return 0;
-}
 /* The smallest of the usual head dims this build has: the small end-to-end tests run on it */
 static int small_hdim(void) {
   static const int dims[] = { 64, 128, 256 };
