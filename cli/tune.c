@@ -359,8 +359,13 @@ int cli_tune(int argc, char **argv) {
               memset(&e, 0, sizeof e);
               snprintf(e.key, sizeof e.key, "%s", key);
               msg[0] = '\0';
-              e.err = check_error(&chk, &ref, names[i], dir, mode, msg, sizeof msg);
-              if (!isfinite(e.err)) {
+              /* a candidate whose kernel spills (local memory) is never timed: ptxas's choice, not the tile's */
+              int32_t regs = 0, lbytes = 0;
+              const char *which = NULL;
+              if (gpu && fa8_instance_resources(names[i], &regs, &lbytes, &which) == FA8_OK && lbytes > 0) {
+                snprintf(e.status, sizeof e.status, "spills: %s uses %d bytes of local memory per thread", which, (int)lbytes);
+                e.err = -1;
+              } else if (!isfinite(e.err = check_error(&chk, &ref, names[i], dir, mode, msg, sizeof msg))) {
                 snprintf(e.status, sizeof e.status, "%s", msg[0] ? msg : "failed");
                 e.err = -1;
               } else if (e.err > 1.5 * err_heur + 2e-3) {

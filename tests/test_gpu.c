@@ -541,6 +541,35 @@ Test(gpu, refuses_instance_over_device_shared_memory) {
   cr_expect(strstr(fa8_last_error(), real->name) != NULL, "%s", fa8_last_error());
 }
 
+/* Every wgmma instance of this build runs without local memory (check-sass reads the same from the SASS; this is
+ * what the tuner sees through fa8_instance_resources), and every backward bundle reports its larger kernel */
+Test(gpu, wgmma_instances_report_no_local_memory) {
+  require_gpu();
+  int seen = 0;
+  for (size_t i = 0; i < fa8_instance_count; ++i) {
+    const fa8_kernel_desc *d = &fa8_instances[i];
+    if (d->backend != FA8_BACKEND_CUDA) continue;
+    int32_t regs = 0, lb = -1;
+    const char *which = NULL;
+    cr_assert_eq(fa8_instance_resources(d->name, &regs, &lb, &which), FA8_OK, "%s: %s", d->name, fa8_last_error());
+    cr_expect_str_eq(which, d->name);
+    cr_expect(regs > 0 && regs <= 255, "%s: %d registers", d->name, (int)regs);
+    if (d->pipeline == FA8_PIPE_WGMMA) {
+      cr_expect_eq(lb, 0, "%s: %d bytes of local memory", d->name, (int)lb);
+      ++seen;
+    }
+  }
+  cr_expect_gt(seen, 0, "no wgmma instance in this build");
+  for (size_t i = 0; i < fa8_bundle_count; ++i) {
+    const fa8_bundle_desc *b = &fa8_bundles[i];
+    if (b->bwd->backend != FA8_BACKEND_CUDA) continue;
+    int32_t regs = 0, lb = -1;
+    const char *which = NULL;
+    cr_assert_eq(fa8_instance_resources(b->name, &regs, &lb, &which), FA8_OK, "%s: %s", b->name, fa8_last_error());
+    cr_expect(which && (!strcmp(which, b->bwd->name) || !strcmp(which, b->delta->name)), "%s: %s", b->name, which);
+  }
+}
+
 /* The autotuner on the GPU, end to end on a small sweep: every candidate checked and timed with events, a
  * table and a report written, the second run served from the cache, and the runtime using the table. */
 Test(gpu, tuner_end_to_end, .timeout = 600) {

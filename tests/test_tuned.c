@@ -231,6 +231,18 @@ Test(tuned, candidates_and_keys) {
   cr_expect_null(fa8_instance_key("fa8_nope"));
 }
 
+/* fa8_instance_resources answers for CUDA instances only, and names what it refuses */
+Test(tuned, instance_resources_refusals) {
+  int32_t regs = -1, lb = -1;
+  const char *which = NULL;
+  cr_expect_eq(fa8_instance_resources(NULL, &regs, &lb, &which), FA8_ERR_NULL_POINTER);
+  cr_expect_eq(fa8_instance_resources(FWD, NULL, &lb, &which), FA8_ERR_NULL_POINTER);
+  cr_expect_eq(fa8_instance_resources("fa8_nope", &regs, &lb, &which), FA8_ERR_INVALID_ARGUMENT);
+  cr_expect(strstr(fa8_last_error(), "'fa8_nope'"), "%s", fa8_last_error());
+  cr_expect_eq(fa8_instance_resources(FWD, &regs, &lb, &which), FA8_ERR_UNSUPPORTED);
+  cr_expect(strstr(fa8_last_error(), FWD) && strstr(fa8_last_error(), "CUDA instances only"), "%s", fa8_last_error());
+}
+
 /* The table compiled into this build (tune/tables): every CPU row is found through the binary search and
  * used for a problem in its bucket, with the row named in the reason. */
 Test(tuned, builtin_rows_are_used) {

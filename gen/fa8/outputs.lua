@@ -45,6 +45,7 @@ M.desc_fields = {
   { "fa8_cpu_run_fn", "cpu_run", function(c) return c.target.backend == "cpu" and ("%s"):format(c.name) or "NULL" end },
   { "fa8_cpu_items_fn", "cpu_items", function(c) return c.target.backend == "cpu" and (c.name .. "_items") or "NULL" end },
   { "fa8_gpu_launch_fn", "gpu_launch", function(c) return c.target.backend ~= "cpu" and (c.name .. "_launch") or "NULL" end },
+  { "fa8_gpu_attrs_fn", "gpu_attrs", function(c) return c.target.backend == "cuda" and (c.name .. "_attrs") or "NULL" end },
 }
 
 function M.desc_header(meta)
@@ -119,6 +120,7 @@ function M.instances_header(meta, res)
       p(("int64_t %s_items(const void *args);"):format(c.name))
     else
       p(("int %s_launch(const void *args, void *stream);"):format(c.name))
+      if c.target.backend == "cuda" then p(("int %s_attrs(fa8_gpu_attrs *out);"):format(c.name)) end
     end
   end
   p("/* In dispatch order: most specialized first; the first instance that fits a problem is the heuristic choice. */")

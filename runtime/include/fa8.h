@@ -158,6 +158,12 @@ fa8_status fa8_candidates(const fa8_problem *p, int backward, const char **names
  * its backward instance; NULL when the name is not in this build. */
 const char *fa8_instance_key(const char *name);
 const char *fa8_bundle_backward(const char *bundle);
+/* The resources a CUDA instance's timed kernel gets on this process's device, as the CUDA runtime reports them:
+ * registers and local memory per thread (> 0 where ptxas spilled registers). For a backward bundle, the larger
+ * of its delta prep's and backward's, and *which names that kernel. FA8_ERR_UNSUPPORTED for CPU and HIP instances
+ * and without a CUDA device; FA8_ERR_INVALID_ARGUMENT for a name not in this build. Autotuners skip candidates
+ * that spill. */
+fa8_status fa8_instance_resources(const char *name, int32_t *regs, int32_t *local_bytes, const char **which);
 /* The target name tables use for a backend on this machine ("sm_90a", "cpu"), its SM (or thread) count for
  * p->num_threads, and the device name. FA8_ERR_UNSUPPORTED without a device. */
 fa8_status fa8_device_info(const fa8_problem *p, const char **target, int32_t *sm_count, const char **name);

@@ -90,6 +90,11 @@ typedef int64_t (*fa8_cpu_items_fn)(const void *args);
 /* GPU entry points: every CUDA/HIP instance exports NAME_launch(args, stream), returning 0 or the runtime's
  * error code; it enqueues its kernels on the stream and never synchronizes. */
 typedef int (*fa8_gpu_launch_fn)(const void *args, void *stream);
+/* CUDA instances also export NAME_attrs(out): the timed kernel's resources as the CUDA runtime reports them, local
+ * memory per thread included (> 0 where ptxas spilled registers); 0 or the runtime's error code. The tuner skips
+ * candidates that spill. */
+typedef struct { int32_t regs, local_bytes; } fa8_gpu_attrs;
+typedef int (*fa8_gpu_attrs_fn)(fa8_gpu_attrs *out);
 
 #ifdef __cplusplus
 }

@@ -322,6 +322,36 @@ const char *fa8_bundle_backward(const char *bundle) {
   return b ? b->bwd->name : NULL;
 }
 
+fa8_status fa8_instance_resources(const char *name, int32_t *regs, int32_t *local_bytes, const char **which) {
+  fa8__clear_error();
+  if (!name || !regs || !local_bytes || !which) return fa8__fail(FA8_ERR_NULL_POINTER, "an argument is NULL");
+  const fa8_kernel_desc *ks[2] = { find_instance(name), NULL };
+  if (!ks[0]) {
+    const fa8_bundle_desc *b = find_bundle(name);
+    if (!b) return fa8__fail(FA8_ERR_INVALID_ARGUMENT, "'%s' is not an instance or bundle of this build", name);
+    ks[0] = b->delta;
+    ks[1] = b->bwd;
+  }
+  *regs = *local_bytes = 0;
+  *which = NULL;
+  for (int i = 0; i < 2 && ks[i]; ++i) {
+    const fa8_kernel_desc *d = ks[i];
+    if (d->backend != FA8_BACKEND_CUDA || !d->gpu_attrs)
+      return fa8__fail(FA8_ERR_UNSUPPORTED, "%s: resources are reported for CUDA instances only", d->name);
+    const fa8_status st = fa8__gpu_check_device(d->backend);
+    if (st != FA8_OK) return st;
+    fa8_gpu_attrs at;
+    const int rc = d->gpu_attrs(&at);
+    if (rc != 0) return fa8__fail(FA8_ERR_BACKEND, "%s: cudaFuncGetAttributes failed (CUDA error %d)", d->name, rc);
+    if (!*which || at.local_bytes > *local_bytes || (at.local_bytes == *local_bytes && at.regs > *regs)) {
+      *regs = at.regs;
+      *local_bytes = at.local_bytes;
+      *which = d->name;
+    }
+  }
+  return FA8_OK;
+}
+
 fa8_status fa8_device_info(const fa8_problem *p, const char **target, int32_t *sm_count, const char **name) {
   fa8__clear_error();
   if (!p || !target || !sm_count || !name) return fa8__fail(FA8_ERR_NULL_POINTER, "an argument is NULL");

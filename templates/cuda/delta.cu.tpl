@@ -116,3 +116,5 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   delta_kernel<<<dim3((a->Sq + BM - 1) / BM, a->H, a->B), THREADS, SMEM, (cudaStream_t)stream>>>(*a);
   return (int)cudaGetLastError();
 }
+/* the timed kernel's registers and local memory (fa8_kernel_abi.h): the tuner skips candidates that spill */
+extern "C" int $(name)_attrs(fa8_gpu_attrs *out) { return fa8_kernel_attrs(delta_kernel, out); }

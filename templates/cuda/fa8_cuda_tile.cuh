@@ -130,4 +130,15 @@ static __global__ void fa8_zero_rows(fa8_ten dq, int B, int S, int H, int D) {
 
 #define FA8_CUDA_CHECK_LAUNCH() (cudaGetLastError() == cudaSuccess ? 0 : -1)
 
+/* NAME_attrs (fa8_kernel_abi.h): registers and local memory per thread of a kernel, as the CUDA runtime reports
+ * them */
+template <typename K> inline int fa8_kernel_attrs(K *kernel, fa8_gpu_attrs *out) {
+  cudaFuncAttributes fa;
+  const cudaError_t e = cudaFuncGetAttributes(&fa, reinterpret_cast<const void *>(kernel));
+  if (e != cudaSuccess) return (int)e;
+  out->regs = fa.numRegs;
+  out->local_bytes = (int32_t)fa.localSizeBytes;
+  return 0;
+}
+
 #endif

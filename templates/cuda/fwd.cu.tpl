@@ -204,3 +204,5 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
 }
 
 extern "C" size_t $(name)_smem(void) { return sizeof(Smem); }
+/* the timed kernel's registers and local memory (fa8_kernel_abi.h): the tuner skips candidates that spill */
+extern "C" int $(name)_attrs(fa8_gpu_attrs *out) { return fa8_kernel_attrs(fwd_kernel, out); }

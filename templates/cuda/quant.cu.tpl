@@ -104,3 +104,5 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   quant_kernel<<<dim3(nb, a->H, a->B), THREADS, 0, st>>>(*a);
   return (int)cudaGetLastError();
 }
+/* the timed kernel's registers and local memory (fa8_kernel_abi.h): the tuner skips candidates that spill */
+extern "C" int $(name)_attrs(fa8_gpu_attrs *out) { return fa8_kernel_attrs(quant_kernel, out); }
