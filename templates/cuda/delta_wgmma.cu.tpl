@@ -35,7 +35,6 @@ static_assert(BM == 64 && (QSPLIT ? BN == 64 && CONSUMERS == 2 : BN == 64 * CONS
 /* query tiles per CTA: each key tile's K/V load, barrier turn and wait serve QT of the backward's 64-query tiles,
  * each recomputed with the backward's own m64n64 sequence (so P and dP^ stay bit-identical) */
 constexpr int QT = 2;
-static_assert(QT == 2, "PIPE's waits assume two query tiles");
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS <= 2 ? 240 : 160;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
@@ -155,47 +154,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
 #pragma unroll
     for (int j = 0; j < QW / 4; ++j) acc[t][j] = psum[t][j] = 0.0f;
   fa8_mbar_wait(&s.q_full, 0);
-  /* PIPE (two query tiles, two consumer warpgroups: d <= 128): the two query tiles' recomputes in two commit
-   * groups (the backward's m64n64 sequence each), and query tile 0's elementwise work while query tile 1's GEMMs
-   * run (wait_group 1, then 0), instead of ping-pong turns and one wait for both. Every group retires before the
-   * back edge and no accumulator of an in-flight group is touched before its wait: a group in flight across the
-   * loop made ptxas serialize every wgmma (C7514; bench/experiments/wgmma-prep-pipeline.md). */
-  constexpr bool PIPE = FUSED && CONSUMERS == 2;
-  float sacc[QT][QW / 2], dacc[QT][QW / 2];
-  if constexpr (PIPE) {
-    for (int it = 0; it < ntiles; ++it) {
-      const int st = it % STAGES, n0 = it * BN;
-      const float ks_tile = fa8_scale_at(a.k_scale, b, kh, n0), kc = fa8_key_factor(ks_tile, cl2e);
-      float vs[2];
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int key = n0 + key0 + 8 * r;
-        vs[r] = key < a.Sk ? fa8_scale_at(a.v_scale, b, kh, key) : 0.0f;
-      }
-      const bool vs_uniform = __all_sync(0xffffffffu, vs[0] == vs[1]);
-      fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
-#pragma unroll
-      for (int t = 0; t < QT; ++t)
-        fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QW, QT * BM>(
-            sacc[t], dacc[t], &s.k[st][0][cw * KOFF * FA8_CHUNK], BN * FA8_CHUNK, &s.v[st][0][cw * KOFF * FA8_CHUNK],
-            BN * FA8_CHUNK, &s.q[0][(t * BM + q0) * FA8_CHUNK], &s.dout[0][(t * BM + q0) * FA8_CHUNK]);
-#pragma unroll
-      for (int t = 0; t < QT; ++t) {
-        if (t == 0) fa8_wgmma_wait<1>();   /* QT == 2: query tile 1's group stays in flight */
-        else fa8_wgmma_wait<0>();
-        fa8_fence_regs(sacc[t]);
-        fa8_fence_regs(dacc[t]);
-        if (t == QT - 1 && lane == 0) fa8_mbar_arrive(&s.empty[st]);   /* the stage's last reads have retired */
-        const int mt = m0 + t * BM;
-        if (!fa8_block_visible(mt, mt + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-          accumulate<true, false>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, kc, vs, acc[t], psum[t]);
-        else if (vs_uniform)
-          accumulate<false, true>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, kc, vs, acc[t], psum[t]);
-        else
-          accumulate<false, false>(sacc[t], dacc[t], s.rows[t], a, mt, q0, n0 + key0, kc, vs, acc[t], psum[t]);
-      }
-    }
-  } else {
   /* Ping-pong, as in the forward: a warpgroup issues its S^t / dP^t wgmmas only in its turn (named barriers 2
    * and 3), so one warpgroup's elementwise work runs while the other's wgmmas execute (issued together, both
    * warpgroups' GEMMs and then both elementwise phases took turns: ncu saw 32 % issue and 68 % of cycles with
@@ -215,6 +173,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
     }
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
     if (PINGPONG) fa8_named_sync(2 + cw, 256);
+    float sacc[QT][QW / 2], dacc[QT][QW / 2];
     const uint8_t *kw = &s.k[st][0][cw * KOFF * FA8_CHUNK], *vw = &s.v[st][0][cw * KOFF * FA8_CHUNK];
     if constexpr (FUSED) {   /* tile t's columns are elements [t * QW / 2, (t + 1) * QW / 2) of the m64n128 result */
       fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QT * QW, QT * BM>(
@@ -251,7 +210,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
     }
   }
   if (PINGPONG && cw == 0) fa8_named_sync(2, 256);   /* warpgroup 1's last hand-over */
-  }
   /* over the keys of the quad rows, then the warps that hold the column (fixed order): every warp of both
    * warpgroups, or under QSPLIT the 4 warps of the warpgroup that owns it */
   constexpr int NW = QSPLIT ? 4 : 4 * CONSUMERS;

@@ -34,7 +34,7 @@ static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
  * standard forward at d128/d256 within noise (bench/results/2026-11-30-h200-fwd-turns): FP8 GEMMs are short
  * next to the softmax, so a turn mostly makes one warpgroup's softmax wait for the other's. Without turns the
  * warpgroups still issue S(j) with P^(j-1)V(j-1) and overlap each other freely. */
-constexpr bool PERSIST = CAUSAL && DV / 2 + BN / 2 + BN / 8 <= 200;
+constexpr bool PERSIST = DV / 2 + BN / 2 + BN / 8 <= 200;
 constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
