@@ -12,7 +12,6 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "fa8_cuda_tile.cuh"
-#include "fa8_exp2_poly.h"
 
 #define FA8_CHUNK 64   /* bytes of K per swizzle chunk (CU_TENSOR_MAP_SWIZZLE_64B) */
 
@@ -138,15 +137,6 @@ __device__ __forceinline__ float fa8_exp2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
-}
-
-/* 2^x on the FMA pipe (templates/common/fa8_exp2_poly.h). Why: one MUFU.EX2 holds the quarter-rate MUFU pipe 8
- * cycles per warp, so a softmax of 64 logits per thread spends 512 cycles there while the FMA pipe idles; the
- * forward computes a fixed share of its logits with the polynomial instead (FA8_EXP_POLY). */
-template <int DEG> __device__ __forceinline__ float fa8_exp2_poly(float x) {
-  static_assert(DEG == 3 || DEG == 4, "degree 3 or 4");
-  if constexpr (DEG == 3) return fa8_exp2_poly3(x);
-  else return fa8_exp2_poly4(x);
 }
 
 /* Generic-proxy shared-memory writes become visible to the async proxy (wgmma operands). */

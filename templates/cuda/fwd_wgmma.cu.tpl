@@ -38,11 +38,6 @@ static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
  * warpgroups still issue S(j) with P^(j-1)V(j-1) and overlap each other freely. */
 constexpr bool PERSIST = DV / 2 + BN / 2 + BN / 8 <= 200;
 constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
-#ifndef FA8_EXP_POLY
-#define FA8_EXP_POLY 3
-#endif
-constexpr int EXP_POLY = FA8_EXP_POLY;   /* of every 8 interior logits, how many take fa8_exp2_poly (0..8) */
-static_assert(EXP_POLY >= 0 && EXP_POLY <= 8, "FA8_EXP_POLY: 0 .. 8 of every 8 logits");
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
@@ -244,10 +239,7 @@ struct Consumer {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const int r = (i >> 1) & 1;
-        const float x = fmaf(sacc[i], mul[r], bias[r]);
-        /* EXP_POLY of every 8 logits on the FMA pipe, the rest on MUFU (fa8_exp2_poly); split carries P to
-         * ~2^-12 (R^), so it takes the degree-4 polynomial */
-        const float p = i % 8 >= 8 - EXP_POLY ? fa8_exp2_poly<SPLIT ? 4 : 3>(x) : fa8_exp2_ftz(x);
+        const float p = fa8_exp2_ftz(fmaf(sacc[i], mul[r], bias[r]));
         lp[r][(i >> 2) & 1] += p;
         sacc[i] = p;
       }
