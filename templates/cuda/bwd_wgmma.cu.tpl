@@ -346,18 +346,20 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
     fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
     fa8_wgmma_fence();
+    const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
 #pragma unroll
-    for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc(&s.dot[st][0] + k * 32));
+    for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
 #pragma unroll
-    for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc(&s.qt[st][0] + k * 32));
+    for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
     fa8_wgmma_commit();
     fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
     float dq[NQ / 2];
     fa8_wgmma_fence();
+    const uint32_t dslo = fa8_wgmma_desc_lo(&s.ds[0][0]), ktlo = fa8_wgmma_desc_lo(&s.kt[0][cw * NQ * FA8_CHUNK]);
 #pragma unroll
     for (int k = 0; k < BN / 32; ++k)
-      wgmma_dq(dq, fa8_wgmma_desc(&s.ds[k / 2][0] + (k % 2) * 32),
-               fa8_wgmma_desc(&s.kt[k / 2][cw * NQ * FA8_CHUNK] + (k % 2) * 32), k > 0);
+      wgmma_dq(dq, fa8_wgmma_desc_at(dslo, (k / 2) * sizeof(s.ds[0]) + (k % 2) * 32),
+               fa8_wgmma_desc_at(ktlo, (k / 2) * sizeof(s.kt[0]) + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
     if (it + 1 < total) {
       s_issue(it + 1);

@@ -322,18 +322,18 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       fa8_mbar_wait(&s.tfull[ts], (it / TSTAGES) & 1);
 
       fa8_wgmma_fence();
+      const uint32_t ptlo = fa8_wgmma_desc_lo(s.pt), dotlo = fa8_wgmma_desc_lo(&s.dot[ts][cw * NV * FA8_CHUNK]);
+      const uint32_t dstlo = fa8_wgmma_desc_lo(s.dst), qtlo = fa8_wgmma_desc_lo(&s.qt[ts][cw * NK * FA8_CHUNK]);
 #pragma unroll
-      for (int k = 0; k < BM / 32; ++k)
-        wgmma_dv(dv, fa8_wgmma_desc(s.pt + k * 32), fa8_wgmma_desc(&s.dot[ts][cw * NV * FA8_CHUNK] + k * 32));
+      for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, fa8_wgmma_desc_at(ptlo, k * 32), fa8_wgmma_desc_at(dotlo, k * 32));
 #pragma unroll
-      for (int k = 0; k < BM / 32; ++k)
-        wgmma_dk(dk, fa8_wgmma_desc(s.dst + k * 32), fa8_wgmma_desc(&s.qt[ts][cw * NK * FA8_CHUNK] + k * 32));
+      for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, fa8_wgmma_desc_at(dstlo, k * 32), fa8_wgmma_desc_at(qtlo, k * 32));
       fa8_wgmma_commit();
       float dq[NK / 2];
       fa8_wgmma_fence();
+      const uint32_t dslo = fa8_wgmma_desc_lo(s.ds), ktlo = fa8_wgmma_desc_lo(&s.kt[cw * NK * FA8_CHUNK]);
 #pragma unroll
-      for (int k = 0; k < BN / 32; ++k)
-        wgmma_dq(dq, fa8_wgmma_desc(s.ds + k * 32), fa8_wgmma_desc(&s.kt[cw * NK * FA8_CHUNK] + k * 32), k > 0);
+      for (int k = 0; k < BN / 32; ++k) wgmma_dq(dq, fa8_wgmma_desc_at(dslo, k * 32), fa8_wgmma_desc_at(ktlo, k * 32), k > 0);
       fa8_wgmma_commit();
       fa8_wgmma_wait<0>();
       fa8_fence_regs(dv);

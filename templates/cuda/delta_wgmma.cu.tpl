@@ -161,15 +161,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
    * backward's. */
   constexpr bool PINGPONG = CONSUMERS == 2;
   if (PINGPONG && cw == 1) fa8_named_arrive(2, 256);   /* warpgroup 0 goes first */
+  /* the backward's scale reads: K's once per key tile (constant over it, runtime-checked), V's per key; the
+   * blocks walked along the tiles (fa8_scale_walk) */
+  fa8_scale_walk kwalk = fa8_scale_walk_at(a.k_scale, 0), vwalk[2] = { fa8_scale_walk_at(a.v_scale, key0), fa8_scale_walk_at(a.v_scale, key0 + 8) };
   for (int it = 0; it < ntiles; ++it) {
     const int st = it % STAGES, n0 = it * BN;
-    /* the backward's scale reads: K's once per key tile (constant over it, runtime-checked), V's per key */
-    const float ks_tile = fa8_scale_at(a.k_scale, b, kh, n0);
+    const float ks_tile = fa8_scale_walk_to(kwalk, a.k_scale, b, kh, n0);
     float vs[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       const int key = n0 + key0 + 8 * r;
-      vs[r] = key < a.Sk ? fa8_scale_at(a.v_scale, b, kh, key) : 0.0f;
+      vs[r] = key < a.Sk ? fa8_scale_walk_to(vwalk[r], a.v_scale, b, kh, key) : 0.0f;
     }
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
     if (PINGPONG) fa8_named_sync(2 + cw, 256);

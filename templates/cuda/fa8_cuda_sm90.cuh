@@ -88,11 +88,18 @@ __device__ __forceinline__ void fa8_tma_prefetch_desc(const CUtensorMap *map) {
 /* ---- wgmma ---- */
 /* Descriptor of a K-major operand in 64-byte-swizzled chunks: 8-row groups 512 bytes apart (stride byte
  * offset); the leading byte offset is unused for swizzled K-major operands. */
-__device__ __forceinline__ uint64_t fa8_wgmma_desc(const void *smem) {
-  const uint32_t a = fa8_smem_addr(smem);
-  return (uint64_t)((a & 0x3FFFF) >> 4) | ((uint64_t)1 << 16) | ((uint64_t)(8 * FA8_CHUNK >> 4) << 32) |
-         ((uint64_t)2 << 62);
+/* low word: address field (bits 0-13, address / 16) and leading byte offset 1; high word: stride byte offset and
+ * the 64-byte swizzle mode */
+__device__ __forceinline__ uint32_t fa8_wgmma_desc_lo(const void *smem) { return ((fa8_smem_addr(smem) & 0x3FFFF) >> 4) | (1u << 16); }
+constexpr uint32_t FA8_WGMMA_DESC_HI = (uint32_t)(8 * FA8_CHUNK >> 4) | (2u << 30);
+/* the descriptor of (the operand whose fa8_wgmma_desc_lo is lo) + off bytes, off a multiple of 16: the same bits as
+ * fa8_wgmma_desc(smem + off), since the 14-bit address field cannot carry (shared memory is under 256 KB). With off
+ * a constant of an unrolled k-loop this is one add per wgmma operand, where re-deriving the descriptor from each
+ * address cost ptxas a mask, a shift and an or per operand inside the issue sequence. */
+__device__ __forceinline__ uint64_t fa8_wgmma_desc_at(uint32_t lo, uint32_t off) {
+  return ((uint64_t)FA8_WGMMA_DESC_HI << 32) | (lo + (off >> 4));
 }
+__device__ __forceinline__ uint64_t fa8_wgmma_desc(const void *smem) { return fa8_wgmma_desc_at(fa8_wgmma_desc_lo(smem), 0); }
 __device__ __forceinline__ void fa8_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void fa8_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void fa8_wgmma_wait() {

@@ -104,17 +104,19 @@ FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
  * in each chunk) */
 template <fa8_fmt FMT, int DQK, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_s_issue(float (&s)[N / 2], const uint8_t *k, int kcs, const uint8_t *q) {
+  const uint32_t klo = fa8_wgmma_desc_lo(k), qlo = fa8_wgmma_desc_lo(q);
 #pragma unroll
   for (int kk = 0; kk < DQK / 32; ++kk)
-    fa8_wgmma_ss_n<FMT, FMT, N>::run(s, fa8_wgmma_desc(k + (kk / 2) * kcs + (kk % 2) * 32),
-                                     fa8_wgmma_desc(q + (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+    fa8_wgmma_ss_n<FMT, FMT, N>::run(s, fa8_wgmma_desc_at(klo, (kk / 2) * kcs + (kk % 2) * 32),
+                                     fa8_wgmma_desc_at(qlo, (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
 }
 template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DV, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_dp_issue(float (&dp)[N / 2], const uint8_t *v, int vcs, const uint8_t *dout) {
+  const uint32_t vlo = fa8_wgmma_desc_lo(v), dlo = fa8_wgmma_desc_lo(dout);
 #pragma unroll
   for (int kk = 0; kk < DV / 32; ++kk)
-    fa8_wgmma_ss_n<FMT, FMT_GRAD, N>::run(dp, fa8_wgmma_desc(v + (kk / 2) * vcs + (kk % 2) * 32),
-                                          fa8_wgmma_desc(dout + (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+    fa8_wgmma_ss_n<FMT, FMT_GRAD, N>::run(dp, fa8_wgmma_desc_at(vlo, (kk / 2) * vcs + (kk % 2) * 32),
+                                          fa8_wgmma_desc_at(dlo, (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
 }
 /* (the d <= 128 backward may issue the two halves in separate commit groups: the same instructions, so the same
  * sums) */

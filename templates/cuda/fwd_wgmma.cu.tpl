@@ -167,19 +167,21 @@ struct Consumer {
   /* S = Q K^t for the key tile in stage st (asynchronous: committed, not waited) */
   __device__ __forceinline__ void qk_issue(int st) {
     fa8_wgmma_fence();
+    const uint32_t qlo = fa8_wgmma_desc_lo(&s.q[0][cw * 64 * FA8_CHUNK]), klo = fa8_wgmma_desc_lo(&s.k[st][0][0]);
 #pragma unroll
     for (int k = 0; k < DQK / 32; ++k)
-      wgmma_qk(sacc, fa8_wgmma_desc(&s.q[k / 2][cw * 64 * FA8_CHUNK] + (k % 2) * 32),
-               fa8_wgmma_desc(&s.k[st][k / 2][0] + (k % 2) * 32), k > 0);
+      wgmma_qk(sacc, fa8_wgmma_desc_at(qlo, (k / 2) * sizeof(s.q[0]) + (k % 2) * 32),
+               fa8_wgmma_desc_at(klo, (k / 2) * sizeof(s.k[0][0]) + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
   }
   /* d (+)= A V^ for the key tile in stage st (asynchronous): into O (d = acc, adding), or into a fresh
    * accumulator (fresh: the first k-step overwrites d) */
   __device__ __forceinline__ void pv_issue(float (&d)[DV / 2], const uint32_t (&af)[BN / 32][4], int st, bool fresh) {
     fa8_wgmma_fence();
+    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][0]);
 #pragma unroll
     for (int k = 0; k < BN / 32; ++k)
-      wgmma_pv(d, af[k], fa8_wgmma_desc(&s.vt[st][k / 2][0] + (k % 2) * 32), !fresh || k > 0);
+      wgmma_pv(d, af[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), !fresh || k > 0);
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
