@@ -1,7 +1,8 @@
 /* Host checks of device code that has no CPU twin, compiled by clang++-19 (its _Float16 arithmetic is IEEE
  * binary16, as on the device): the gfx90a FP8 decode (templates/hip/fa8_fnuz_f16.h) against fa8_decode for
  * every code of both FNUZ formats, and the GPU dS tile exponent (templates/common/fa8_dev_common.h) against
- * the CPU's rule (templates/cpu/fa8_cpu_tile.h) over all subnormal and a sweep of normal amax values. */
+ * the CPU's rule (templates/cpu/fa8_cpu_tile.h) over all subnormal amax values, a sweep of normal ones and every
+ * fmax x 2^k with its neighbours. */
 #include <math.h>
 #include <stdio.h>
 #include "fa8_fp8.h"
@@ -30,6 +31,18 @@ static long check_tile_exponent(void) {
       const float x = fa8__float(u);
       const int want = fa8_cpu_tile_exponent(x, fmax[f]), got = fa8_tile_exponent(x, fmax[f]);
       if (got != want && bad++ < 8) printf("tile exponent of %g (fmax %g): GPU %d, CPU %d\n", x, fmax[f], got, want);
+    }
+  /* the boundaries the sweep above steps over: amax = fmax 2^k exactly (equal mantissas) and its two neighbours,
+   * for every k that leaves them finite and nonzero (the GPU's fast path compares mantissas there) */
+  for (int f = 0; f < 3; ++f)
+    for (int k = -170; k <= 130; ++k) {
+      const float b = ldexpf(fmax[f], k);
+      const float xs[3] = { b, nextafterf(b, 0.0f), nextafterf(b, INFINITY) };
+      for (float x : xs) {
+        if (!(x > 0.0f) || !(x < INFINITY)) continue;
+        const int want = fa8_cpu_tile_exponent(x, fmax[f]), got = fa8_tile_exponent(x, fmax[f]);
+        if (got != want && bad++ < 8) printf("tile exponent of %a (fmax %g): GPU %d, CPU %d\n", x, fmax[f], got, want);
+      }
     }
   return bad;
 }

@@ -96,6 +96,10 @@ FA8_DEV void fa8_p_dpv(float &p, float &dpv, float sc, float dp, float qs, float
 /* dS = P (dP^ - delta) */
 FA8_DEV float fa8_ds(float p, float dpv, float delta) { return p * (dpv - delta); }
 
+/* 2^e, exactly ldexpf(1, e): from the bits where 2^e is a normal float (ldexpf is a chain of ~15 instructions on the
+ * GPU, and the backward takes two per dS tile on its critical path) */
+FA8_DEV float fa8_pow2(int e) { return e >= -126 && e <= 127 ? fa8__float((uint32_t)(e + 127) << 23) : ldexpf(1.0f, e); }
+
 /* exact ilogb of a positive finite float, from its bits (no libm on every device) */
 FA8_DEV int fa8_ilogb_pos(float x) {
   const uint32_t u = fa8__bits(x);
@@ -107,6 +111,18 @@ FA8_DEV int fa8_ilogb_pos(float x) {
  * the tile scale agrees even for subnormal amax. */
 FA8_DEV int fa8_tile_exponent(float amax, float fmax) {
   if (!(amax > 0.0f)) return 0;
+  /* Fast path, the same answer: with amax = ma 2^ea and fmax = mf 2^ef normal (ma, mf in [1, 2)), the smallest e
+   * with amax <= fmax 2^e is ea - ef, or one more where ma > mf; where that e lies well inside the normal range,
+   * r below is normal and the loops end exactly there. The GPU backward computes this once per dS tile on the
+   * path to its dK/dV/dQ GEMMs, where the division and the ldexpf loops were a serial chain of ~100
+   * instructions (test_hip_decode.cpp checks this function against the CPU's rule on every subnormal amax and a
+   * sweep of normal ones). */
+  const uint32_t ua = fa8__bits(amax), uf = fa8__bits(fmax);
+  const int fa = (int)(ua >> 23), ff = (int)(uf >> 23);
+  if (fa >= 1 && fa <= 254 && ff >= 1 && ff <= 254) {
+    const int e = fa - ff + ((ua & 0x7FFFFFu) > (uf & 0x7FFFFFu) ? 1 : 0);
+    if (e >= -120 && e <= 120) return e;
+  }
   const float r = amax / fmax;
   int e = 0;                                   /* frexpf(r): r = m 2^e, m in [0.5, 1); a power of two: e - 1 */
   if (r > 0.0f) {

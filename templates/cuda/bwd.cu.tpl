@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(WARPS * 32) bwd_kernel(const fa8_bwd_args a) {
 #pragma unroll
       for (int w = 0; w < WARPS; ++w) tmax = fmaxf(tmax, s.wmax[w]);
       const int e2 = fa8_tile_exponent(tmax, ds_max);
-      const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2);
+      const float down = fa8_pow2(-e2), up = fa8_pow2(e2);
       double rs_post[2] = { 0, 0 }, rs_apost[2] = { 0, 0 };
 #pragma unroll
       for (int nt = 0; nt < SN / 8; ++nt)

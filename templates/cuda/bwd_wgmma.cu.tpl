@@ -153,6 +153,7 @@ __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_ar
 template <bool MASK>
 __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a,
                                         int m0, int key0, int n0, const float *vs, float &amax) {
+  float am[4] = { amax, 0.0f, 0.0f, 0.0f };   /* four partial maxima: a chain of BM/8 FMNMX, not BM/2 */
 #pragma unroll
   for (int i = 0; i < BM / 2; ++i) {
     const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), kr = key0 + 8 * rr;
@@ -162,8 +163,9 @@ __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM 
     const float dsv = p * (dpv - r.delta[ql]);
     sacc[i] = p;
     dacc[i] = dsv;
-    amax = fmaxf(amax, fabsf(dsv));
+    am[i & 3] = fmaxf(am[i & 3], fabsf(dsv));
   }
+  amax = fmaxf(fmaxf(am[0], am[1]), fmaxf(am[2], am[3]));
 }
 
 /* STATS: the collect_stats variant (row diagnostics); the other one carries none of its registers */
@@ -296,9 +298,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
     else
       ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-    /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups */
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
+     * fmaxf drops NaN) */
+    amax = fa8_warp_max_nonneg(amax);
     if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
     fa8_named_sync(1, 128 * CONSUMERS);
     float tmax = 0.0f;
@@ -306,7 +308,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
     const int e2 = fa8_tile_exponent(tmax, ds_max);
     /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
-    const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2) * (1.0f / P_SCALE);
+    const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
     if constexpr (STATS) {
       add_diag(s.diag, sacc, dacc, r, down, up);
       fa8_named_sync(3, 128 * CONSUMERS);
@@ -315,14 +317,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
     /* dK and dV in units of their current descale (constant over the query tile) */
     const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
-    const float rv = fv_prev / fv, rk = fk_prev / fk;
-    /* the factors are uniform over the CTA and mostly 1 (dO's scale block spans the tiles; the dS^ exponent
-     * often repeats): skip the 64-128 multiplies per thread then */
-    if (rv != 1.0f) {
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
 #pragma unroll
       for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
     }
-    if (rk != 1.0f) {
+    if (fk != fk_prev) {
+      const float rk = fk_prev / fk;
 #pragma unroll
       for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
     }

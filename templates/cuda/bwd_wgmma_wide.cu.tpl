@@ -279,8 +279,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
         ds_tile<true>(sacc, dacc, r, a, m0, q0, key0, n0, s.vs, amax);
       /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups. Barrier 1 also orders
        * the previous tile's wgmma reads of pt / dst / ds (waited before it) before this tile's stores into them. */
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+      amax = fa8_warp_max_nonneg(amax);   /* amax >= 0, never NaN (fmaxf drops NaN) */
       if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
       fa8_named_sync(1, 128 * CONSUMERS);
       float tmax = 0.0f;
@@ -288,7 +287,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
       const int e2 = fa8_tile_exponent(tmax, ds_max);
       /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
-      const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2) * (1.0f / P_SCALE);
+      const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
       if constexpr (STATS) {
         add_diag(s.diag, sacc, dacc, r, q0, down, up);
         fa8_named_sync(3, 128 * CONSUMERS);
@@ -297,12 +296,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
       /* dK and dV in units of their current descale (constant over the query tile); mostly 1: skipped then */
       const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
-      const float rv = fv_prev / fv, rk = fk_prev / fk;
-      if (rv != 1.0f) {
+      /* divide only where a factor changed (bwd_wgmma.cu.tpl: the same bits) */
+      if (fv != fv_prev) {
+        const float rv = fv_prev / fv;
 #pragma unroll
         for (int i = 0; i < NV / 2; ++i) dv[i] *= rv;
       }
-      if (rk != 1.0f) {
+      if (fk != fk_prev) {
+        const float rk = fk_prev / fk;
 #pragma unroll
         for (int i = 0; i < NK / 2; ++i) dk[i] *= rk;
       }

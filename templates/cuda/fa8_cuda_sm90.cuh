@@ -146,6 +146,12 @@ __device__ __forceinline__ float fa8_exp2_ftz(float x) {
   return y;
 }
 
+/* The warp's largest of non-negative, non-NaN floats (a dS tile's |dS| maxima): their bits order as unsigned
+ * integers, so one REDUX replaces five dependent shuffle-and-max rounds on the backward's path to its GEMMs. */
+__device__ __forceinline__ float fa8_warp_max_nonneg(float x) {
+  return __uint_as_float(__reduce_max_sync(0xffffffffu, __float_as_uint(x)));
+}
+
 /* Generic-proxy shared-memory writes become visible to the async proxy (wgmma operands). */
 __device__ __forceinline__ void fa8_fence_async_smem() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 

@@ -45,7 +45,9 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   uint8_t q[QCH][BM * FA8_CHUNK];
   uint8_t k[STAGES][QCH][BN * FA8_CHUNK];
   uint8_t vt[STAGES][VCH][DV * FA8_CHUNK];
-  float kvs[STAGES][2];   /* the stage's K and V scales, written by the producer before its arrive */
+  /* the stage's K and V scales and the V-scale ratio to the query tile's previous key tile (O's rescale; 1 / V's
+   * scale at its first), written by the producer before its arrive; [3] pads to 16 bytes */
+  float kvs[STAGES][4];
   uint64_t q_full, full[STAGES], empty[STAGES];
   uint64_t vready[STAGES];   /* the stage's V^t is in the A order (permute_vt's 96 threads arrive) */
   int last[STAGES];          /* 1: the stage's phase of full carries no tile, the permuters stop (finish_ring) */
@@ -190,9 +192,10 @@ struct Consumer {
     /* lane 0 reads the stage's scales and broadcasts them: only the lane that releases the stage (its arrive on
      * `empty`) reads this producer-written data, so the release orders every read of it (compute-sanitizer's
      * racecheck flags reads by the other lanes, whose order a __syncwarp does not give it) */
-    float2 kv = make_float2(0.0f, 0.0f);
-    if (lane == 0) kv = *reinterpret_cast<const float2 *>(&s.kvs[st][0]);
+    float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (lane == 0) kv = *reinterpret_cast<const float4 *>(&s.kvs[st][0]);
     const float ks = __shfl_sync(0xffffffffu, kv.x, 0), vs = __shfl_sync(0xffffffffu, kv.y, 0);
+    const float vratio = __shfl_sync(0xffffffffu, kv.z, 0);   /* f_prev / vs, divided by the producer */
     const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
     /* the max runs on the raw accumulator (mul > 0, and rounding is monotonic, so max(S) mul == max(S mul)
      * exactly); P takes one FFMA per logit below instead of a multiply and a subtract */
@@ -226,7 +229,7 @@ struct Consumer {
       const float q = fa8_quad_max(mx[r]);
       const float mn = fmaxf(m[r], q == -INFINITY ? -INFINITY : q * mul[r]);
       const float alpha = mn == -INFINITY ? 1.0f : fa8_exp2_ftz(m[r] - mn);
-      rescale[r] = alpha * (f_prev / f_cur);
+      rescale[r] = alpha * vratio;   /* alpha (f_prev / f_cur): the IEEE division was a MUFU.RCP chain on this path */
       l[r] *= alpha;
       m[r] = mn;
     }
@@ -300,14 +303,18 @@ __device__ __forceinline__ void produce_tile(const Params &prm, Smem &s, const T
     for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[c], &prm.tq, &s.q_full, c * FA8_CHUNK, tl.m0, tl.h, tl.b);
   };
   if (!PERSIST || tl.ntiles == 0) load_q();
+  float vs_prev = 1.0f;   /* the consumers' f_prev, which each query tile starts at 1 */
   for (int it = 0; it < tl.ntiles; ++it) {
     const int g = g0 + it, st = g % STAGES, n0 = it * BN;
     if (g >= STAGES) fa8_mbar_wait(&s.empty[st], ((g / STAGES) - 1) & 1);
     /* the tile's scales travel with the stage: the producer's arrive below releases these stores, so the
      * consumers read them from shared memory instead of waiting on global loads (and the scale-block
      * division) at the top of every softmax */
+    const float vs = fa8_scale_at(a.v_scale, tl.b, tl.kh, n0);
     s.kvs[st][0] = fa8_scale_at(a.k_scale, tl.b, tl.kh, n0);
-    s.kvs[st][1] = fa8_scale_at(a.v_scale, tl.b, tl.kh, n0);
+    s.kvs[st][1] = vs;
+    s.kvs[st][2] = vs_prev / vs;
+    vs_prev = vs;
     fa8_mbar_expect_tx(&s.full[st], KV_BYTES);
     for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[st][c], &prm.tk, &s.full[st], c * FA8_CHUNK, n0, tl.kh, tl.b);
     for (int c = 0; c < VCH; ++c) fa8_tma_load(s.vt[st][c], &prm.tvt, &s.full[st], n0 + c * FA8_CHUNK, 0, tl.kh, tl.b);

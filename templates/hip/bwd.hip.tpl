@@ -139,7 +139,7 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_bwd_args a) {
 #pragma unroll
       for (int x = 0; x < WARPS; ++x) tmax = fmaxf(tmax, s.wmax[x]);
       const int e2 = fa8_tile_exponent(tmax, ds_max);
-      const float down = ldexpf(1.0f, -e2), up = ldexpf(1.0f, e2);
+      const float down = fa8_pow2(-e2), up = fa8_pow2(e2);
 #pragma unroll
       for (int nt = 0; nt < SN / 32; ++nt)
 #pragma unroll
