@@ -53,8 +53,9 @@ function M.cuda_smem(cfg)
     local dqs = nq % 32 == 0 and 2 * qk * bm * F32 or 2 * nc * F32   -- dQ staging slabs (or one float each)
     bytes = bn * (2 * qk + v) + st * 2 * bm * (qk + v) + bm * bn + dqs + st * QROWS_BYTES + 2 * 4 * nc * F32
       + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st)
-  else   -- templates/cuda/delta_wgmma.cu.tpl (matched): QT = 2 query tiles resident, the K / V ring, row sums
-    bytes = 2 * bm * (qk + v) + st * bn * (qk + v) + 2 * QROWS_BYTES + 2 * 4 * nc * 2 * bm * F32 + 8 * (1 + 2 * st)
+  else   -- templates/cuda/delta_wgmma.cu.tpl (matched): QT = 2 query tiles resident, the K / V ring, row sums, scales
+    bytes = 2 * bm * (qk + v) + st * bn * (qk + v) + 2 * QROWS_BYTES + 2 * 4 * nc * 2 * bm * F32 + st * (bn + 4) * F32
+      + 8 * (1 + 2 * st)
   end
   return up(bytes, 16) + 1024
 end

@@ -24,26 +24,6 @@
 FA8_DEV float fa8_scale_at(const fa8_scales &s, int b, int h, int row) {
   return s.ptr[(int64_t)b * s.sb + (int64_t)h * s.sh + row / s.rows];
 }
-/* the scale block of a row that only grows (a kernel walking its key tiles), without fa8_scale_at's integer
- * division per lookup: on the GPU that is a dependent chain of ~20 instructions through MUFU.RCP, and three of them
- * per key tile sat on the matched prep's path to its GEMM issue */
-struct fa8_scale_walk {
-  int blk, next;   /* the block of the last row, the first row of the block after it */
-};
-FA8_DEV fa8_scale_walk fa8_scale_walk_at(const fa8_scales &s, int row) {
-  fa8_scale_walk w;
-  w.blk = row / s.rows;
-  w.next = (w.blk + 1) * s.rows;
-  return w;
-}
-/* the scale of `row` (>= the walk's last row) of (b, h) */
-FA8_DEV float fa8_scale_walk_to(fa8_scale_walk &w, const fa8_scales &s, int b, int h, int row) {
-  while (row >= w.next) {
-    ++w.blk;
-    w.next += s.rows;
-  }
-  return s.ptr[(int64_t)b * s.sb + (int64_t)h * s.sh + w.blk];
-}
 /* element offset of (b, s, h) in a [B, S, H, D] tensor */
 FA8_DEV int64_t fa8_off(int64_t sb, int64_t ss, int64_t sh, int b, int s, int h) {
   return (int64_t)b * sb + (int64_t)s * ss + (int64_t)h * sh;

@@ -47,6 +47,9 @@ struct Smem {
   uint8_t k[STAGES][QCH][BN * FA8_CHUNK], v[STAGES][VCH][BN * FA8_CHUNK];   /* the backward's K / V layout */
   fa8_qrows rows[QT];
   float red[2][4 * CONSUMERS][QT * BM];
+  /* each stage's V scales per key ([0, BN)) and K scale ([BN]), written by the row-data warp beside the TMA loads;
+   * [BN + 1 ..] pad the row to 16 bytes */
+  float kvs[STAGES][BN + 4];
   uint64_t q_full, full[STAGES], empty[STAGES];
 };
 constexpr unsigned KV_BYTES = BN * DQK + BN * DV, Q_BYTES = QT * (BM * DQK + BM * DV);
@@ -105,8 +108,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   if (threadIdx.x == 0) {
     fa8_mbar_init(&s.q_full, 1 + 32);   /* the TMA thread and the row-data warp */
     for (int i = 0; i < STAGES; ++i) {
-      fa8_mbar_init(&s.full[i], 1);
-      fa8_mbar_init(&s.empty[i], CONSUMERS * 4);
+      fa8_mbar_init(&s.full[i], 1 + 32);   /* the TMA thread and the row-data warp (the stage's scales) */
+      /* every consumer thread arrives: each reads its keys' scales from the stage, which the row-data warp
+       * rewrites with plain stores once the stage is released (one arrive per warp would not order the other
+       * lanes' reads: the backward's racecheck lesson) */
+      fa8_mbar_init(&s.empty[i], CONSUMERS * 128);
     }
     fa8_mbar_fence_init();
   }
@@ -125,6 +131,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
         s.rows[t].delta[i] = 0.0f;
       }
       fa8_mbar_arrive(&s.q_full);
+      /* the key tiles' scales into their stages: the consumers take them from shared memory after the stage's
+       * full wait. Read by the consumers themselves, the global loads and their scale-block divisions (three
+       * dependent chains through MUFU.RCP per key tile) sat on each warpgroup's path to its GEMM issue. */
+      for (int it = 0; it < ntiles; ++it) {
+        const int st = it % STAGES, n0 = it * BN;
+        if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
+        for (int j = lane; j < BN; j += 32) s.kvs[st][j] = n0 + j < a.Sk ? fa8_scale_at(a.v_scale, b, kh, n0 + j) : 0.0f;
+        if (lane == 0) s.kvs[st][BN] = fa8_scale_at(a.k_scale, b, kh, n0);
+        fa8_mbar_arrive(&s.full[st]);
+      }
     }
     if (threadIdx.x == 0) {
       fa8_mbar_expect_tx(&s.q_full, Q_BYTES);
@@ -161,19 +177,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
    * backward's. */
   constexpr bool PINGPONG = CONSUMERS == 2;
   if (PINGPONG && cw == 1) fa8_named_arrive(2, 256);   /* warpgroup 0 goes first */
-  /* the backward's scale reads: K's once per key tile (constant over it, runtime-checked), V's per key; the
-   * blocks walked along the tiles (fa8_scale_walk) */
-  fa8_scale_walk kwalk = fa8_scale_walk_at(a.k_scale, 0), vwalk[2] = { fa8_scale_walk_at(a.v_scale, key0), fa8_scale_walk_at(a.v_scale, key0 + 8) };
   for (int it = 0; it < ntiles; ++it) {
     const int st = it % STAGES, n0 = it * BN;
-    const float ks_tile = fa8_scale_walk_to(kwalk, a.k_scale, b, kh, n0);
-    float vs[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int key = n0 + key0 + 8 * r;
-      vs[r] = key < a.Sk ? fa8_scale_walk_to(vwalk[r], a.v_scale, b, kh, key) : 0.0f;
-    }
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
+    /* the backward's scales: K's once per key tile (constant over it, runtime-checked), V's per key (0 past Sk),
+     * from the stage (the row-data warp) */
+    const float ks_tile = s.kvs[st][BN], vs[2] = { s.kvs[st][key0], s.kvs[st][key0 + 8] };
     if (PINGPONG) fa8_named_sync(2 + cw, 256);
     float sacc[QT][QW / 2], dacc[QT][QW / 2];
     const uint8_t *kw = &s.k[st][0][cw * KOFF * FA8_CHUNK], *vw = &s.v[st][0][cw * KOFF * FA8_CHUNK];
@@ -195,7 +204,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
       fa8_fence_regs(sacc[t]);
       fa8_fence_regs(dacc[t]);
     }
-    if (lane == 0) fa8_mbar_arrive(&s.empty[st]);
+    fa8_mbar_arrive(&s.empty[st]);   /* after this thread's reads of the stage's scales (above) */
     /* tiles inside both sequence ends and below the causal diagonal skip the mask (branch-free loop); the warp
      * takes the paired V scale where every lane's two keys share one */
     const bool vs_uniform = __all_sync(0xffffffffu, vs[0] == vs[1]);
