@@ -114,6 +114,10 @@ FA8_DEV int fa8_tile_exponent(float amax, float fmax) {
   return e;
 }
 
+/* FP8 code -> float for streaming passes, each backend's own (defined after this header: CUDA decodes the OCP
+ * formats by its hardware cvt, HIP calls fa8_decode); the same value as fa8_decode for every code */
+template <fa8_fmt F> FA8_DEV float fa8_dec_stream(uint8_t c);
+
 /* ---- delta (row modes) ---- */
 /* one term of delta_i = sum_k dO_ik O_ik for the row modes: stale reads dO before its cast (float or BF16),
  * dohat the decoded dO^ (its row scale applied once after the sum), split adds the saved remainder to O */
@@ -129,7 +133,7 @@ FA8_DEV float fa8_delta_term(const fa8_delta_args &a, int b, int i, int h, int k
   const uint8_t *d = (const uint8_t *)a.do_hat.ptr + fa8_off(a.do_hat.sb, a.do_hat.ss, a.do_hat.sh, b, i, h);
   float ov = fa8_f32_from_bf16(o[k]);
   if (SPLIT) ov += fa8_f32_from_bf16(((const uint16_t *)a.o_rem.ptr)[fa8_off(a.o_rem.sb, a.o_rem.ss, a.o_rem.sh, b, i, h) + k]);
-  return fa8_decode(FMT_GRAD, d[k]) * ov;
+  return fa8_dec_stream<FMT_GRAD>(d[k]) * ov;
 }
 /* the row's delta from its summed terms */
 template <bool STALE>

@@ -105,6 +105,7 @@ FA8_DEV int fa8_c_col() { return fa8_lane() & 31; }
  * the hardware v_cvt_pk_fp8_f32 is not used until its overflow behaviour is checked on a device ---- */
 template <fa8_fmt F> FA8_DEV uint8_t fa8_cvt(float x) { return fa8_encode(F, x); }
 template <fa8_fmt F> FA8_DEV float fa8_dec(uint8_t c) { return fa8_decode(F, c); }
+template <fa8_fmt F> FA8_DEV float fa8_dec_stream(uint8_t c) { return fa8_decode(F, c); }   /* fa8_dev_common.h */
 
 /* ---- matrix unit: acc += A (32 x 16) B (16 x 32), operands as 8 FP8 codes per lane ---- */
 #if defined(__gfx942__) || defined(__gfx940__) || defined(__gfx941__)
