@@ -4,7 +4,8 @@
 #     instance without QGMMA or with local memory fails, a row-dot delta prep with local memory fails, a portable
 #     instance with local memory is only reported; no objects, no cuobjdump or a disassembly without functions
 #     (cuobjdump without its nvdisasm) is an error (2);
-#   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong.
+#   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
+#   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -57,4 +58,18 @@ check "h200-run: .debs missing" 2 "\.debs missing: run tools/device/fetch-debs" 
 for bad in abc 0 -5 1.5; do
   check "h200-run: FA8_HANG_S=$bad" 2 "FA8_HANG_S '$bad' is not a positive number of seconds" -- env -C "$T/repo" OUT="$T/out" FA8_ART="$T/art" FA8_HANG_S="$bad" bash "$ROOT/tools/device/h200-run" --suites none
 done
+# sass-audit decodes the stall counts of a real pair (MUFU.EX2 then the FADD waiting on it: 1 + 7 cycles, the FADD
+# waiting on scoreboard 1) and sums a stretch between two patterns; a missing kernel is an error naming the pattern
+cat > "$T/k.sass" <<'SASS'
+		Function : fwd_kernel
+        /*7b00*/                   MUFU.EX2 R77, R77 ;                 /* 0x0000004d004d7308 */
+                                                                       /* 0x000e220000000800 */
+        /*7b10*/                   FADD R13, R4, R73 ;                 /* 0x00000049040d7221 */
+                                                                       /* 0x002fce0000000000 */
+SASS
+if command -v python3 > /dev/null; then
+  check "sass-audit: stall counts of a stretch" 0 "00002 instr +00008 stall|2 instr +8 stall" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from MUFU --to FADD
+  check "sass-audit: control bits listed" 0 "7b10 stall  7 .*wait 02  FADD" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from MUFU --to FADD --list
+  check "sass-audit: no such kernel" 1 "no kernel in .* matches 'bwd'" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --kernel bwd
+fi
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
