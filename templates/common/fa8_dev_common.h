@@ -95,8 +95,8 @@ FA8_DEV int fa8_tile_exponent(float amax, float fmax) {
    * with amax <= fmax 2^e is ea - ef, or one more where ma > mf; where that e lies well inside the normal range,
    * r below is normal and the loops end exactly there. The GPU backward computes this once per dS tile on the
    * path to its dK/dV/dQ GEMMs, where the division and the ldexpf loops were a serial chain of ~100
-   * instructions (test_hip_decode.cpp checks this function against the CPU's rule on every subnormal amax and a
-   * sweep of normal ones). */
+   * instructions (test_hip_decode.cpp checks this function against the CPU's rule on every subnormal amax, a
+   * sweep of normal ones and every fmax x 2^k with its neighbours, where the mantissa compare decides). */
   const uint32_t ua = fa8__bits(amax), uf = fa8__bits(fmax);
   const int fa = (int)(ua >> 23), ff = (int)(uf >> 23);
   if (fa >= 1 && fa <= 254 && ff >= 1 && ff <= 254) {

@@ -2,9 +2,10 @@
  * FP8 attention forward, Hopper fast path (sm_90a), docs/numerics.md "Forward" (the same arithmetic as the
  * portable path; only the FP32 summation order inside the matrix unit differs).
  * A persistent grid walking the query tiles longest first (fwd_kernel; one CTA per (query tile, head, batch)
- * where the loop's state does not fit the registers): warpgroup 0 is the producer (one thread issues the TMA loads of Q once per query tile and of
- * K, V^t per key tile into a STAGES-deep ring, completing on mbarriers), the other warpgroups are
- * consumers, 64 query rows each: S = Q K^t by wgmma from shared memory, online softmax in registers, P^
+ * where the loop's state does not fit the registers): warpgroup 0 is the producer (one thread issues the TMA
+ * loads of Q once per query tile and of K, V^t per key tile into a STAGES-deep ring, completing on mbarriers),
+ * the other warpgroups are consumers, 64 query rows each: S = Q K^t by wgmma from shared memory, online
+ * softmax in registers, P^
  * permuted into the FP8 A-operand layout in registers (or, vperm, V^t's keys permuted in shared memory to match
  * P^'s register order), O += P^ V^ by wgmma. Registers move from the producer
  * to the consumers with setmaxnreg. The K and V scales are constant over a key tile (the dispatcher checks
