@@ -71,5 +71,8 @@ if command -v python3 > /dev/null; then
   check "sass-audit: stall counts of a stretch" 0 "00002 instr +00008 stall|2 instr +8 stall" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from MUFU --to FADD
   check "sass-audit: control bits listed" 0 "7b10 stall  7 .*wait 02  FADD" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from MUFU --to FADD --list
   check "sass-audit: no such kernel" 1 "no kernel in .* matches 'bwd'" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --kernel bwd
+  check "sass-audit: missing input" 1 "cannot read $T/none.sass" -- python3 "$ROOT/tools/device/sass-audit" "$T/none.sass"
+  check "sass-audit: --from without --to" 2 "--from and --to go together" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from MUFU
+  check "sass-audit: a stretch that does not exist" 1 "no kernel has a stretch from /HMMA/ to /FADD/" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from HMMA --to FADD
 fi
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
