@@ -91,6 +91,27 @@ template <> __device__ __forceinline__ float fa8_dec_stream<FA8_FMT_E5M2>(uint8_
   asm("{\n.reg .b16 h;\ncvt.u16.u32 h, %1;\ncvt.f32.f16 %0, h;\n}\n" : "=f"(f) : "r"((uint32_t)c << 8));
   return f;
 }
+/* the four codes of a word (code i in byte i), the same exact decode two codes per instruction: the row-dot's
+ * vector path */
+template <fa8_fmt F> __device__ __forceinline__ void fa8_dec4_stream(uint32_t w, float (&f)[4]) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) f[i] = fa8_decode(F, (uint8_t)(w >> (8 * i)));
+}
+__device__ __forceinline__ void fa8_f16x2_to_f32(uint32_t h, float &lo, float &hi) {
+  asm("{\n.reg .b16 l, u;\nmov.b32 {l, u}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, u;\n}\n" : "=f"(lo), "=f"(hi) : "r"(h));
+}
+template <> __device__ __forceinline__ void fa8_dec4_stream<FA8_FMT_E4M3>(uint32_t w, float (&f)[4]) {
+  uint32_t h0, h1;
+  asm("{\n.reg .b16 l, u;\nmov.b32 {l, u}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, u;\n}\n"
+      : "=r"(h0), "=r"(h1) : "r"(w));
+  fa8_f16x2_to_f32(h0, f[0], f[1]);
+  fa8_f16x2_to_f32(h1, f[2], f[3]);
+}
+template <> __device__ __forceinline__ void fa8_dec4_stream<FA8_FMT_E5M2>(uint32_t w, float (&f)[4]) {
+  /* each code becomes the top byte of an f16 */
+  fa8_f16x2_to_f32(__byte_perm(w, 0u, 0x1404u), f[0], f[1]);
+  fa8_f16x2_to_f32(__byte_perm(w, 0u, 0x3424u), f[2], f[3]);
+}
 
 /* ---- shared-memory staging ---- */
 /* cp.async 16 bytes, zero-filled when !valid (tails past the sequence end). */

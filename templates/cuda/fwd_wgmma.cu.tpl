@@ -106,12 +106,16 @@ constexpr float K_REM = REM_SCALE / P_SCALE;
 /* the f16 bits of K_REM, a power of two (2^0 .. 2^15) */
 __host__ __device__ constexpr uint32_t f16_pow2_bits(float k, int e = 0) { return k > 1.0f ? f16_pow2_bits(k / 2.0f, e + 1) : (uint32_t)(15 + e) << 10; }
 static_assert(K_REM >= 1.0f && K_REM <= 32768.0f && f16_pow2_bits(1.0f) == 0x3C00u && f16_pow2_bits(16.0f) == 0x4C00u, "K_REM: 2^0 .. 2^15");
-__device__ __forceinline__ void dec_e4m3x2_times_k(uint32_t c, float &lo, float &hi) {
+/* the four codes of x (code i in byte i) decoded exactly through f16 and multiplied by K_REM (exact in f16):
+ * both 16-bit halves of the packed word go to the cvt as they are, so no mask or shift extracts them */
+__device__ __forceinline__ void dec_e4m3x4_times_k(uint32_t x, float (&d)[4]) {
   constexpr uint32_t K2 = f16_pow2_bits(K_REM) * 0x10001u;
-  asm("{\n.reg .b16 c, l, h;\n.reg .b32 x;\ncvt.u16.u32 c, %2;\ncvt.rn.f16x2.e4m3x2 x, c;\nmul.rn.f16x2 x, x, %3;\n"
-      "mov.b32 {l, h}, x;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}\n"
-      : "=f"(lo), "=f"(hi)
-      : "r"(c), "r"(K2));
+  asm("{\n.reg .b16 c0, c1, l0, h0, l1, h1;\n.reg .b32 y0, y1;\nmov.b32 {c0, c1}, %4;\n"
+      "cvt.rn.f16x2.e4m3x2 y0, c0;\ncvt.rn.f16x2.e4m3x2 y1, c1;\nmul.rn.f16x2 y0, y0, %5;\nmul.rn.f16x2 y1, y1, %5;\n"
+      "mov.b32 {l0, h0}, y0;\nmov.b32 {l1, h1}, y1;\n"
+      "cvt.f32.f16 %0, l0;\ncvt.f32.f16 %1, h0;\ncvt.f32.f16 %2, l1;\ncvt.f32.f16 %3, h1;\n}\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(x), "r"(K2));
 }
 __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_t (&af)[BN / 32][4], uint32_t (&rf)[BN / 32][4]) {
 #pragma unroll
@@ -121,17 +125,12 @@ __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_
     for (int r = 0; r < 2; ++r)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        uint32_t cx[2], cy[2];
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int i = 4 * (4 * kb + 2 * h + u) + 2 * r;
-          float d0, d1;   /* P^ K */
-          cx[u] = fa8_pack_e4m3x2(p[i], p[i + 1]);
-          dec_e4m3x2_times_k(cx[u], d0, d1);
-          cy[u] = fa8_pack_e4m3x2(fmaf(p[i], K_REM, -d0), fmaf(p[i + 1], K_REM, -d1));
-        }
-        x[r][h] = cx[0] | (cx[1] << 16);
-        y[r][h] = cy[0] | (cy[1] << 16);
+        const int i0 = 4 * (4 * kb + 2 * h) + 2 * r, i1 = i0 + 4;   /* the two pairs of this word */
+        x[r][h] = fa8_pack_e4m3x2(p[i0], p[i0 + 1]) | (fa8_pack_e4m3x2(p[i1], p[i1 + 1]) << 16);
+        float d[4];   /* P^ K */
+        dec_e4m3x4_times_k(x[r][h], d);
+        y[r][h] = fa8_pack_e4m3x2(fmaf(p[i0], K_REM, -d[0]), fmaf(p[i0 + 1], K_REM, -d[1])) |
+                  (fa8_pack_e4m3x2(fmaf(p[i1], K_REM, -d[2]), fmaf(p[i1 + 1], K_REM, -d[3])) << 16);
       }
     fa8_codes_to_a<VPERM>(x, af[kb]);
     fa8_codes_to_a<VPERM>(y, rf[kb]);
