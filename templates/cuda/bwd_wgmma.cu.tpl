@@ -168,6 +168,25 @@ __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM 
   amax = fmaxf(fmaxf(am[0], am[1]), fmaxf(am[2], am[3]));
 }
 
+/* An m64nD accumulator x f into the FP32 rows key0 and key0 + 8 (those below Sk) of (b, kv head kh): the two row
+ * addresses formed once, and a thread's column pair (2t, 2t+1) of each 8-column chunk in one 8-byte store where
+ * the layout keeps pairs aligned (per-element 64-bit index math made the scalar version ~26 instructions a
+ * store: 5 % of the stall samples at S=4K) */
+template <int D>
+__device__ __forceinline__ void store_key_rows(const fa8_ten &t, const float (&x)[D / 2], float f, int key0, int kh, int b, int Sk) {
+  float *r0 = (float *)t.ptr + (int64_t)b * t.sb + (int64_t)kh * t.sh + (int64_t)key0 * t.ss;
+  float *rows[2] = { r0, r0 + 8 * t.ss };
+  const bool ok[2] = { key0 < Sk, key0 + 8 < Sk };
+  const bool pairs = (uintptr_t)t.ptr % 8 == 0 && ((t.sb | t.sh | t.ss) & 1) == 0;
+#pragma unroll
+  for (int i = 0; i < D / 2; i += 2) {
+    const int r = (i >> 1) & 1, col = fa8_acc_col(i);
+    if (!ok[r]) continue;
+    if (pairs) *reinterpret_cast<float2 *>(rows[r] + col) = make_float2(x[i] * f, x[i + 1] * f);
+    else rows[r][col] = x[i] * f, rows[r][col + 1] = x[i + 1] * f;
+  }
+}
+
 /* STATS: the collect_stats variant (row diagnostics); the other one carries none of its registers */
 template <bool STATS>
 __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constant__ Params prm) {
@@ -281,6 +300,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_wgmma_commit();
   };
   const int ntiles = query_tiles(), total = group * ntiles;
+  /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
+  const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
+  int pend_h = 0, pend_m0 = 0;
   if (total > 0) s_issue(0);
   for (int it = 0, h = kh * group, mt = 0; it < total; ++it) {
     const int st = it % STAGES, m0 = m_first + mt * BM;
@@ -302,10 +324,18 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
      * fmaxf drops NaN) */
     amax = fa8_warp_max_nonneg(amax);
     if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
+    if (dq_deferred && it > 0) fa8_fence_async_smem();   /* the previous tile's dQ stores, long landed: no wait */
     fa8_named_sync(1, 128 * CONSUMERS);
-    float tmax = 0.0f;
+    /* the tile maximum as a tree (log2 of the warps dependent FMNMX instead of one per warp: on the path to the
+     * dS^ conversion and the GEMM issue); exact, max is associative */
+    float wm[4 * CONSUMERS];
 #pragma unroll
-    for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
+    for (int w = 0; w < 4 * CONSUMERS; ++w) wm[w] = s.wmax[it & 1][w];
+#pragma unroll
+    for (int n = 4 * CONSUMERS; n > 1; n = (n + 1) / 2)   /* an odd count keeps its middle element */
+#pragma unroll
+      for (int w = 0; w < n / 2; ++w) wm[w] = fmaxf(wm[w], wm[w + (n + 1) / 2]);
+    const float tmax = fmaxf(0.0f, wm[0]);
     const int e2 = fa8_tile_exponent(tmax, ds_max);
     /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
     const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
@@ -357,6 +387,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 #pragma unroll
     for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
     fa8_wgmma_commit();
+    if (dq_deferred && it > 0 && threadIdx.x % 128 == 0) {
+      /* the previous tile's dQ: its writers fenced before barrier 1; the read of the tile before it is done
+       * before barrier 2, after which this tile's dQ overwrites that buffer */
+      fa8_dq_stage_issue<NQ>(&s.dqs[cw][(it - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
+      fa8_bulk_wait_read<1>();
+    }
     fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
     float dq[NQ / 2];
     fa8_wgmma_fence();
@@ -376,28 +412,30 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_fence_regs(dk);
     fa8_fence_regs(dq);
     fa8_mbar_arrive(&s.empty[st]);
-    /* double-buffered staging: the buffer written next tile was read by the reduce of the tile before, which the
-     * issuing thread waits for before it reaches the next tile's CTA-wide barriers (every writer passes them) */
-    if (DQ_STAGED && !STATS && prm.m.dq_tma)
-      fa8_dq_stage_add<NQ, 1>(&s.dqs[cw][it & 1][0][0], &prm.m.tdq, b, h, m0, cw * NQ, dq, up * ks_tile * c, 4 + cw);
-    else fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
+    /* dQ by TMA reduce, double-buffered and deferred: this tile's fragment goes to shared memory now, its writers
+     * fence at the next tile's barrier 1 and the warpgroup's first thread issues the reduce before barrier 2
+     * (the fence and a 128-thread barrier here, right after the GEMM wait, were ~4 % of the stall samples) */
+    if (dq_deferred) {
+      fa8_dq_stage_write<NQ>(&s.dqs[cw][it & 1][0][0], dq, up * ks_tile * c);
+      pend_h = h;
+      pend_m0 = m0;
+    } else {
+      fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
+    }
     if (++mt == ntiles) {
       mt = 0;
       ++h;
     }
   }
-  if (DQ_STAGED && !STATS && prm.m.dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
+  if (dq_deferred && total > 0) {   /* the last tile's dQ */
+    fa8_fence_async_smem();
+    fa8_named_sync(4 + cw, 128);
+    if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
+  }
+  if (dq_deferred && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
   /* dK, dV of this warpgroup's keys: this CTA owns them */
-#pragma unroll
-  for (int i = 0; i < DQK / 2; ++i) {
-    const int kr = key0 + 8 * ((i >> 1) & 1);
-    if (kr < a.Sk) ((float *)a.dk.ptr)[(int64_t)b * a.dk.sb + (int64_t)kr * a.dk.ss + (int64_t)kh * a.dk.sh + fa8_acc_col(i)] = dk[i] * fk_prev;
-  }
-#pragma unroll
-  for (int i = 0; i < DV / 2; ++i) {
-    const int kr = key0 + 8 * ((i >> 1) & 1);
-    if (kr < a.Sk) ((float *)a.dv.ptr)[(int64_t)b * a.dv.sb + (int64_t)kr * a.dv.ss + (int64_t)kh * a.dv.sh + fa8_acc_col(i)] = dv[i] * fv_prev;
-  }
+  store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
+  store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
 }
 }  // namespace
 

@@ -73,6 +73,13 @@ template <> __device__ __forceinline__ uint8_t fa8_cvt<FA8_FMT_E5M2>(float x) {
   asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(0.0f), "f"(x));
   return (uint8_t)(r & 0xFF);
 }
+/* two floats -> BF16 pair (lo in the low half), round to nearest even by the hardware: fa8_bf16_from_f32's bits
+ * for every non-NaN value (a NaN gives the canonical NaN, where fa8_bf16_from_f32 keeps the payload) */
+__device__ __forceinline__ uint32_t fa8_bf16x2_rn(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 template <fa8_fmt F> __device__ __forceinline__ float fa8_dec(uint8_t c) { return fa8_decode(F, c); }
 /* fa8_dev_common.h's decode for streaming passes (the row-dot delta decodes every dO^ element): the OCP formats by
  * the hardware (sm_89+). Every e4m3 and e5m2 value is an f16 value, so the cvt to f16 and the widening are exact:
