@@ -149,35 +149,21 @@ __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_ar
 
 /* P and dS = P (dP^ - delta) of this thread's elements, in place (sacc <- P, dacc <- dS), and their largest |dS|;
  * both scaled by P's cast scale (fa8_lse2_row: P^ is cvt(P) then, and dS's tile exponent absorbs the scale, a
- * power of two). MASK: the tile crosses a sequence end or the causal diagonal. v: the V scales of the thread's two
- * keys (constant over the CTA); UNI: they are equal, so each query column's dO x V factor is one multiply. A
- * column pair's row data comes in one 8-byte load per array, and dP^ x factor - delta is one FFMA (one rounding
- * where a multiply and a subtract took two: dS's row sums stay zero to FP32 rounding against matched's delta) */
-template <bool MASK, bool UNI>
+ * power of two). MASK: the tile crosses a sequence end or the causal diagonal */
+template <bool MASK>
 __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a,
-                                        int m0, int key0, const float (&v)[2], float &amax) {
-  const int t = threadIdx.x & 3;
+                                        int m0, int key0, int n0, const float *vs, float &amax) {
   float am[4] = { amax, 0.0f, 0.0f, 0.0f };   /* four partial maxima: a chain of BM/8 FMNMX, not BM/2 */
 #pragma unroll
-  for (int c = 0; c < BM / 8; ++c) {
-    const int qp = c * 8 + 2 * t;   /* the column pair of elements 4c .. 4c + 3 (fa8_acc_col) */
-    const float2 qk2 = *reinterpret_cast<const float2 *>(&r.qk[qp]), l2 = *reinterpret_cast<const float2 *>(&r.lse2[qp]);
-    const float2 do2 = *reinterpret_cast<const float2 *>(&r.dos[qp]), de2 = *reinterpret_cast<const float2 *>(&r.delta[qp]);
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const float mul = u ? qk2.y : qk2.x, lse2 = u ? l2.y : l2.x, dos = u ? do2.y : do2.x, delta = u ? de2.y : de2.x;
-      const float f0 = dos * v[0], f1 = UNI ? f0 : dos * v[1];
-#pragma unroll
-      for (int rr = 0; rr < 2; ++rr) {
-        const int i = 4 * c + 2 * rr + u;   /* key key0 + 8 rr, query column qp + u */
-        const bool vis = !MASK || fa8_visible(m0 + qp + u, key0 + 8 * rr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
-        const float p = fa8_p<MASK>(sacc[i], mul, lse2, vis);
-        const float dsv = p * fmaf(dacc[i], rr ? f1 : f0, -delta);
-        sacc[i] = p;
-        dacc[i] = dsv;
-        am[i & 3] = fmaxf(am[i & 3], fabsf(dsv));
-      }
-    }
+  for (int i = 0; i < BM / 2; ++i) {
+    const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), kr = key0 + 8 * rr;
+    const bool vis = !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
+    float p, dpv;
+    fa8_p_dp<MASK>(sacc[i], dacc[i], r.qk[ql], r.lse2[ql], r.dos[ql] * vs[kr - n0], vis, p, dpv);
+    const float dsv = p * (dpv - r.delta[ql]);
+    sacc[i] = p;
+    dacc[i] = dsv;
+    am[i & 3] = fmaxf(am[i & 3], fabsf(dsv));
   }
   amax = fmaxf(fmaxf(am[0], am[1]), fmaxf(am[2], am[3]));
 }
@@ -300,10 +286,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   if constexpr (STATS)
     for (int i = threadIdx.x - 128; i < 5 * BM; i += 128 * CONSUMERS) (&s.diag[0][0])[i] = 0.0;
   fa8_named_sync(3, 128 * CONSUMERS);
-  /* this thread's two keys' V scales, for the CTA's life; warp-uniform test of their equality (scale blocks of
-   * 16 rows or more) */
-  const float vkey[2] = { s.vs[key0 - n0], s.vs[key0 + 8 - n0] };
-  const bool vkey_uni = __all_sync(0xffffffffu, vkey[0] == vkey[1]);
   fa8_mbar_wait(&s.kv_full, 0);
 
   /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
@@ -328,29 +310,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_wgmma_fence();
     fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
     fa8_wgmma_commit();
-    /* dV in units of its current descale, dO's scale (constant over the query tile): known before the tile's
-     * elementwise work, so its rescale (when dO's scale block changes, every other 64-query tile under 128-row
-     * blocks) and its IEEE division run here, while S^t and dP^t are in flight, not after the dS barrier.
-     * dV's last wgmma retired at the previous tile's wait. */
-    const float fv = r.dos[0] * (1.0f / P_SCALE);
-    if (fv != fv_prev) {
-      const float rv = fv_prev / fv;
-#pragma unroll
-      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
-      fv_prev = fv;
-    }
     fa8_wgmma_wait<0>();
     fa8_fence_regs(sacc);
     fa8_fence_regs(dacc);
     /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
      * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
     float amax = 0.0f;
-    if (!fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-      ds_tile<true, false>(sacc, dacc, r, a, m0, key0, vkey, amax);
-    else if (vkey_uni)
-      ds_tile<false, true>(sacc, dacc, r, a, m0, key0, vkey, amax);
+    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+      ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
     else
-      ds_tile<false, false>(sacc, dacc, r, a, m0, key0, vkey, amax);
+      ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
     /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
      * fmaxf drops NaN) */
     amax = fa8_warp_max_nonneg(amax);
@@ -376,16 +345,23 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       flush_diag(s.diag, a, b, h, m0);
     }
 
-    /* dK in units of its current descale (constant over the query tile; dV's took its own above). The factor is
-     * uniform over the CTA and mostly unchanged (the dS^ exponent often repeats): skip the 64-128 multiplies per
-     * thread then, and the IEEE division (a chain through MUFU.RCP on the path to the GEMM issue). A ratio of
-     * unequal factors that rounds to 1 multiplies by 1: the same bits as skipping. */
-    const float fk = up * r.qs[0] * c;
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
+#pragma unroll
+      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
+    }
     if (fk != fk_prev) {
       const float rk = fk_prev / fk;
 #pragma unroll
       for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
     }
+    fv_prev = fv;
     fk_prev = fk;
 
     /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */

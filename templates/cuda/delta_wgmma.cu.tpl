@@ -176,10 +176,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
    * warpgroups' GEMMs and then both elementwise phases took turns: ncu saw 32 % issue and 68 % of cycles with
    * no eligible warp). Per tile the instruction sequence is unchanged: P and dP^ stay bit-identical to the
    * backward's. */
-#ifndef FA8_PREP_TURNS_ABOVE_D   /* experiment knob: the head dims up to this value run without turns */
-#define FA8_PREP_TURNS_ABOVE_D 0
-#endif
-  constexpr bool PINGPONG = CONSUMERS == 2 && DQK > FA8_PREP_TURNS_ABOVE_D;
+  constexpr bool PINGPONG = CONSUMERS == 2;
   if (PINGPONG && cw == 1) fa8_named_arrive(2, 256);   /* warpgroup 0 goes first */
   for (int it = 0; it < ntiles; ++it) {
     const int st = it % STAGES, n0 = it * BN;
