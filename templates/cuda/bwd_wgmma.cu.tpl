@@ -187,19 +187,6 @@ __device__ __forceinline__ void store_key_rows(const fa8_ten &t, const float (&x
   }
 }
 
-/* dV in units of its current descale, dO's scale over P's cast scale (constant over a query tile): rescaled
- * when it changes (every other 64-query tile under 128-row blocks). A ratio of unequal factors that rounds to 1
- * multiplies by 1: the same bits as skipping. */
-__device__ __forceinline__ void rescale_dv(float (&dv)[DV / 2], const fa8_qrows &r, float &fv_prev) {
-  const float fv = r.dos[0] * (1.0f / P_SCALE);
-  if (fv != fv_prev) {
-    const float rv = fv_prev / fv;
-#pragma unroll
-    for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
-  }
-  fv_prev = fv;
-}
-
 /* STATS: the collect_stats variant (row diagnostics); the other one carries none of its registers */
 template <bool STATS>
 __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constant__ Params prm) {
@@ -315,10 +302,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const int ntiles = query_tiles(), total = group * ntiles;
   /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
-#ifndef FA8_BWD_EARLY   /* A/B knob of the device runs: 0 issues dV and the next S^t after the dS barrier again */
-#define FA8_BWD_EARLY 1
-#endif
-  constexpr bool EARLY = !STATS && FA8_BWD_EARLY;   /* dV and the next S^t issued before the dS barrier (below) */
   int pend_h = 0, pend_m0 = 0;
   if (total > 0) s_issue(0);
   for (int it = 0, h = kh * group, mt = 0; it < total; ++it) {
@@ -337,22 +320,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
     else
       ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-    /* P^ needs no tile scale: EARLY converts it and issues dV += P^t dO^ now, and the next tile's S^t = K Q^t
-     * into the freed sacc, so the tensor cores run both while the warps meet at the dS barrier and convert dS^
-     * (both warpgroups' elementwise phases otherwise left them idle until the dK issue). dV first takes its
-     * factor, dO's scale (known before the barrier). The STATS variant reads sacc after the barrier: old order. */
-    uint32_t pa[BM / 32][4], da[BM / 32][4];
-    if constexpr (EARLY) {
-      rescale_dv(dv, r, fv_prev);
-      fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
-      fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
-      fa8_wgmma_fence();
-      const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]);
-#pragma unroll
-      for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
-      fa8_wgmma_commit();
-      if (it + 1 < total) s_issue(it + 1);
-    }
     /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
      * fmaxf drops NaN) */
     amax = fa8_warp_max_nonneg(amax);
@@ -378,23 +345,30 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       flush_diag(s.diag, a, b, h, m0);
     }
 
-    /* dK in units of its current descale (constant over the query tile; dV: rescale_dv). The factor is uniform
-     * over the CTA and mostly unchanged (the dS^ exponent often repeats): skip the 64-128 multiplies per thread
-     * then, and the IEEE division (a chain through MUFU.RCP on the path to the GEMM issue). A ratio of unequal
-     * factors that rounds to 1 multiplies by 1: the same bits as skipping. */
-    if constexpr (!EARLY) rescale_dv(dv, r, fv_prev);
-    const float fk = up * r.qs[0] * c;
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
+#pragma unroll
+      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
+    }
     if (fk != fk_prev) {
       const float rk = fk_prev / fk;
 #pragma unroll
       for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
     }
+    fv_prev = fv;
     fk_prev = fk;
 
     /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
 #pragma unroll
     for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
-    if constexpr (!EARLY) fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
+    uint32_t pa[BM / 32][4], da[BM / 32][4];
+    fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
     fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
     if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
 #pragma unroll
@@ -405,12 +379,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
     fa8_fence_async_smem();
 
-    if constexpr (!EARLY) fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);
+    fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
     fa8_wgmma_fence();
     const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
-    if constexpr (!EARLY)
 #pragma unroll
-      for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
+    for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
 #pragma unroll
     for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
     fa8_wgmma_commit();
@@ -429,11 +402,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       wgmma_dq(dq, fa8_wgmma_desc_at(dslo, (k / 2) * sizeof(s.ds[0]) + (k % 2) * 32),
                fa8_wgmma_desc_at(ktlo, (k / 2) * sizeof(s.kt[0]) + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
-    if (EARLY || it + 1 == total) {
-      fa8_wgmma_wait<0>();   /* EARLY: the next tile's S^t went in before this tile's dK and dQ */
-    } else {
+    if (it + 1 < total) {
       s_issue(it + 1);
       fa8_wgmma_wait<1>();   /* this tile's dK/dV/dQ group; the next tile's recompute stays in flight */
+    } else {
+      fa8_wgmma_wait<0>();
     }
     fa8_fence_regs(dv);
     fa8_fence_regs(dk);
