@@ -5,7 +5,8 @@
 #     instance with local memory is only reported; no objects, no cuobjdump or a disassembly without functions
 #     (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
-#   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch.
+#   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
+#   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -74,5 +75,24 @@ if command -v python3 > /dev/null; then
   check "sass-audit: missing input" 1 "cannot read $T/none.sass" -- python3 "$ROOT/tools/device/sass-audit" "$T/none.sass"
   check "sass-audit: --from without --to" 2 "--from and --to go together" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from MUFU
   check "sass-audit: a stretch that does not exist" 1 "no kernel has a stretch from /HMMA/ to /FADD/" -- python3 "$ROOT/tools/device/sass-audit" "$T/k.sass" --from HMMA --to FADD
+fi
+# ncu-regions: 100 samples over two stretches (split after the BAR); the FMUL the launch never ran is not counted
+# as run; the top instruction is the spin loop's branch
+cat > "$T/src.csv" <<'CSV'
+"Kernel Name","fwd_kernel(Params)",
+"Address","Source","# Samples","Instructions Executed","stall_long_sb","stall_wait","stall_barrier"
+"0x1000","      FFMA R1, R2, R3, R4","30","100","0","30","0"
+"0x1010","      MUFU.EX2 R1, R1","10","100","0","10","0"
+"0x1020","      BAR.SYNC.DEFER_BLOCKING 0x1, 0x100","20","100","0","0","20"
+"0x1030","      FMUL R5, R5, R6","0","0","0","0","0"
+"0x1040","@!P0  BRA 0x1000","40","1,000","40","0","0"
+CSV
+if command -v python3 > /dev/null; then
+  check "ncu-regions: first stretch" 0 "\| 00000-00020 \| 3 \| 300 \| 60.0 % \| wait 40.0, barrier 20.0 \| FFMA 1" -- python3 "$ROOT/tools/device/ncu-regions" "$T/src.csv"
+  check "ncu-regions: untaken code not run" 0 "\| 00030-00040 \| 1 \| 1000 \| 40.0 % \| long_sb 40.0 \| BRA 1 \|" -- python3 "$ROOT/tools/device/ncu-regions" "$T/src.csv"
+  check "ncu-regions: top instruction" 0 "\| 00040 \| 40.00 % \| \`@!P0  BRA 0x1000\` \| long_sb \|" -- python3 "$ROOT/tools/device/ncu-regions" "$T/src.csv" --top 1
+  check "ncu-regions: --min hides small stretches" 1 "^0$" -- bash -c "python3 '$ROOT/tools/device/ncu-regions' '$T/src.csv' --min 50 --top 0 | grep -c 00030-00040"
+  check "ncu-regions: missing input" 1 "cannot read $T/none.csv" -- python3 "$ROOT/tools/device/ncu-regions" "$T/none.csv"
+  check "ncu-regions: not a source page" 1 "is not an ncu source page" -- python3 "$ROOT/tools/device/ncu-regions" "$T/k.sass"
 fi
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
