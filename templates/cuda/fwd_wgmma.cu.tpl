@@ -187,10 +187,7 @@ struct Consumer {
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
-   * factor the accumulator must take before this tile's product joins it; l and m updated. FOLD_O: O (not in
-   * flight: the GEMM phase's wait retired its last product) takes that factor here, its multiplies spread over the
-   * exp loop, where they issue in the shadow of the MUFU instead of in a row before the next GEMM issue */
-  template <bool FOLD_O = false>
+   * factor the accumulator must take before this tile's product joins it; l and m updated */
   __device__ __forceinline__ void softmax(int n0, int st, float (&rescale)[2]) {
     /* lane 0 reads the stage's scales and broadcasts them: only the lane that releases the stage (its arrive on
      * `empty`) reads this producer-written data, so the release orders every read of it (compute-sanitizer's
@@ -250,9 +247,6 @@ struct Consumer {
         const float p = fa8_exp2_ftz(fmaf(sacc[i], mul[r], bias[r]));
         lp[r][(i >> 2) & 1] += p;
         sacc[i] = p;
-        /* O's element i has the row of logit i; volatile, so the compiler cannot sink the multiplies below the
-         * branch (it merged them with the masked branch's) */
-        if (FOLD_O && i < DV / 2) asm volatile("mul.rn.f32 %0, %0, %1;" : "+f"(acc[i]) : "f"(rescale[r]));
       }
 #pragma unroll
       for (int r = 0; r < 2; ++r) l[r] += lp[r][0] + lp[r][1];
@@ -265,15 +259,7 @@ struct Consumer {
         l[r] += p;
         sacc[i] = p;
       }
-      /* rare tiles (sequence ends, the causal diagonal): after the loop, so that the two branches do not end in
-       * the same code, which ptxas would sink below them, out of the interior loop */
-      if constexpr (FOLD_O)
-#pragma unroll
-        for (int i = 0; i < DV / 2 && i < BN / 2; ++i) acc[i] *= rescale[(i >> 1) & 1];
     }
-    if constexpr (FOLD_O)
-#pragma unroll
-      for (int i = BN / 2; i < DV / 2; ++i) acc[i] *= rescale[(i >> 1) & 1];   /* DV > BN: the rest */
     if constexpr (SPLIT) to_split_frags(sacc, pa, ra);
     else to_a_frags(sacc, pa);
   }
@@ -448,12 +434,6 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       constexpr int INFLIGHT = CONSUMER_REGS - 48;
       constexpr bool PV_FRESH = SPLIT && BN / 2 + 3 * (DV / 2) + BN / 8 <= INFLIGHT;      /* P^ V^ into tp */
       constexpr bool RV_SOLO = SPLIT && !PV_FRESH && BN / 2 + 2 * (DV / 2) + BN / 8 > INFLIGHT;
-      /* the standard forward folds O's rescale into the softmax's exp loop; split keeps it after the softmax,
-       * where it overlaps RV_SOLO's R^ V^ wait */
-#ifndef FA8_FWD_FOLD_O   /* A/B knob of the device runs */
-#define FA8_FWD_FOLD_O 1
-#endif
-      constexpr bool FOLD_O = !SPLIT && FA8_FWD_FOLD_O;
       const int cw = wg - 1;
       auto turn_wait = [&]() { if (PINGPONG) fa8_named_sync(1 + cw, 256); };
       auto turn_pass = [&]() { if (PINGPONG) fa8_named_arrive(1 + (1 - cw), 256); };
@@ -492,7 +472,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
           v_ready(g);
           c.pv_issue(tr, c.ra, st, true);
         }
-        if constexpr (!PV_FRESH && !FOLD_O) {
+        if constexpr (!PV_FRESH) {
           if (!first) {
 #pragma unroll
             for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rs[(i >> 1) & 1];
@@ -515,7 +495,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       fa8_fence_regs(c.sacc);
       if (ntiles == 1) q_release();
       float rescale[2];
-      c.softmax<FOLD_O>(0, s0, rescale);   /* O is still 0: FOLD_O's multiplies keep it 0 (alpha = 0 or 1) */
+      c.softmax(0, s0, rescale);
       after_softmax(g0, rescale, true);   /* O is still 0: no rescale */
       for (int it = 1; it < ntiles; ++it) {
         const int g = g0 + it, st = g % STAGES, sp = (g - 1) % STAGES;
@@ -530,7 +510,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         pv_join(rescale);
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
         if (it == ntiles - 1) q_release();
-        c.softmax<FOLD_O>(it * BN, st, rescale);
+        c.softmax(it * BN, st, rescale);
         after_softmax(g, rescale, false);
       }
       const int sl = (g0 + ntiles - 1) % STAGES;
