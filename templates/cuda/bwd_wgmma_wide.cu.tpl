@@ -341,7 +341,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       fa8_fence_regs(dk);
       fa8_fence_regs(dq);
       if (lane == 0) fa8_mbar_arrive(&s.tempty[ts]);
-      if (dq_tma) fa8_dq_stage_add<NK, -1>(&s.dqs[cw][0][0], &prm.m.tdq, b, h, m0, cw * NK, dq, up * ks_tile * c, 4 + cw);
+      if (dq_tma) fa8_dq_stage_add<NK>(&s.dqs[cw][0][0], &prm.m.tdq, b, h, m0, cw * NK, dq, up * ks_tile * c, 4 + cw);
       else fa8_dq_add<NK>(a, prm.m.dq_vec, b, h, m0, cw * NK, dq, up * ks_tile * c);
     }
   if (dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */

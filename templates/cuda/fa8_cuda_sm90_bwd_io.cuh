@@ -45,13 +45,11 @@ __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b
 
 /* dQ += a 64 x NQ fragment (NQ a multiple of 32) through shared memory: every thread of the warpgroup writes its
  * (row, column pair) values into the NQ / 32 128-byte-swizzled [64][32-float] slabs at `stage` (1024-byte
- * aligned; two wavefronts per 8-byte store), the
- * warpgroup syncs on named barrier `bar`, and its first thread issues the TMA reduce-adds (rows past Sq are
- * clipped by the tensor map) as one bulk group (fa8_dq_stage_write, then fa8_dq_stage_issue: the d <= 128 backward
- * calls the two apart, with its own barriers between). KEEP >= 0: that thread then waits until at most KEEP of its bulk
- * groups still read shared memory (1: a double buffer, the one written next is free); KEEP < 0: the caller waits
- * before the buffer is written again. Against the float4 atomics (ncu: 19 % of the backward's stall samples) this
- * is NQ/4 shared stores per thread. */
+ * aligned; two wavefronts per 8-byte store), the warpgroup syncs on named barrier `bar`, and its first thread
+ * issues the TMA reduce-adds (rows past Sq are clipped by the tensor map) as one bulk group
+ * (fa8_dq_stage_add = fa8_dq_stage_write, fence, barrier, fa8_dq_stage_issue; the d <= 128 backward calls the two
+ * apart, with its own barriers between). The caller waits for the group's read before it writes the buffer again.
+ * Against the float4 atomics (ncu: 19 % of the backward's stall samples) this is NQ/4 shared stores per thread. */
 template <int NQ>
 __device__ __forceinline__ void fa8_dq_stage_write(float *stage, const float (&dq)[NQ / 2], float fq) {
 #pragma unroll
@@ -69,16 +67,13 @@ __device__ __forceinline__ void fa8_dq_stage_issue(const float *stage, const CUt
   for (int sl = 0; sl < NQ / 32; ++sl) fa8_tma_reduce_add(map, stage + sl * 64 * 32, col0 + sl * 32, m0, h, b);
   fa8_bulk_commit();
 }
-template <int NQ, int KEEP>
+template <int NQ>
 __device__ __forceinline__ void fa8_dq_stage_add(float *stage, const CUtensorMap *map, int b, int h, int m0, int col0,
                                                  const float (&dq)[NQ / 2], float fq, int bar) {
   fa8_dq_stage_write<NQ>(stage, dq, fq);
   fa8_fence_async_smem();
   fa8_named_sync(bar, 128);
-  if (threadIdx.x % 128 == 0) {
-    fa8_dq_stage_issue<NQ>(stage, map, b, h, m0, col0);
-    if constexpr (KEEP >= 0) fa8_bulk_wait_read<KEEP>();
-  }
+  if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(stage, map, b, h, m0, col0);
 }
 
 /* ---- host ---- */

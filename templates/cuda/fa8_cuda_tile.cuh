@@ -107,10 +107,15 @@ template <fa8_fmt F> __device__ __forceinline__ void fa8_dec4_stream(uint32_t w,
 __device__ __forceinline__ void fa8_f16x2_to_f32(uint32_t h, float &lo, float &hi) {
   asm("{\n.reg .b16 l, u;\nmov.b32 {l, u}, %2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, u;\n}\n" : "=f"(lo), "=f"(hi) : "r"(h));
 }
-template <> __device__ __forceinline__ void fa8_dec4_stream<FA8_FMT_E4M3>(uint32_t w, float (&f)[4]) {
-  uint32_t h0, h1;
+/* four e4m3 codes (code i in byte i) -> two f16 pairs, exact: codes 0, 1 in h0, codes 2, 3 in h1; both 16-bit
+ * halves of w go to the cvt as they are (no mask or shift extracts them) */
+__device__ __forceinline__ void fa8_e4m3x4_to_f16x2(uint32_t w, uint32_t &h0, uint32_t &h1) {
   asm("{\n.reg .b16 l, u;\nmov.b32 {l, u}, %2;\ncvt.rn.f16x2.e4m3x2 %0, l;\ncvt.rn.f16x2.e4m3x2 %1, u;\n}\n"
       : "=r"(h0), "=r"(h1) : "r"(w));
+}
+template <> __device__ __forceinline__ void fa8_dec4_stream<FA8_FMT_E4M3>(uint32_t w, float (&f)[4]) {
+  uint32_t h0, h1;
+  fa8_e4m3x4_to_f16x2(w, h0, h1);
   fa8_f16x2_to_f32(h0, f[0], f[1]);
   fa8_f16x2_to_f32(h1, f[2], f[3]);
 }

@@ -106,16 +106,15 @@ constexpr float K_REM = REM_SCALE / P_SCALE;
 /* the f16 bits of K_REM, a power of two (2^0 .. 2^15) */
 __host__ __device__ constexpr uint32_t f16_pow2_bits(float k, int e = 0) { return k > 1.0f ? f16_pow2_bits(k / 2.0f, e + 1) : (uint32_t)(15 + e) << 10; }
 static_assert(K_REM >= 1.0f && K_REM <= 32768.0f && f16_pow2_bits(1.0f) == 0x3C00u && f16_pow2_bits(16.0f) == 0x4C00u, "K_REM: 2^0 .. 2^15");
-/* the four codes of x (code i in byte i) decoded exactly through f16 and multiplied by K_REM (exact in f16):
- * both 16-bit halves of the packed word go to the cvt as they are, so no mask or shift extracts them */
+/* the four codes of x (code i in byte i) decoded exactly through f16 (fa8_e4m3x4_to_f16x2) and multiplied by
+ * K_REM there (exact in f16) */
 __device__ __forceinline__ void dec_e4m3x4_times_k(uint32_t x, float (&d)[4]) {
   constexpr uint32_t K2 = f16_pow2_bits(K_REM) * 0x10001u;
-  asm("{\n.reg .b16 c0, c1, l0, h0, l1, h1;\n.reg .b32 y0, y1;\nmov.b32 {c0, c1}, %4;\n"
-      "cvt.rn.f16x2.e4m3x2 y0, c0;\ncvt.rn.f16x2.e4m3x2 y1, c1;\nmul.rn.f16x2 y0, y0, %5;\nmul.rn.f16x2 y1, y1, %5;\n"
-      "mov.b32 {l0, h0}, y0;\nmov.b32 {l1, h1}, y1;\n"
-      "cvt.f32.f16 %0, l0;\ncvt.f32.f16 %1, h0;\ncvt.f32.f16 %2, l1;\ncvt.f32.f16 %3, h1;\n}\n"
-      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
-      : "r"(x), "r"(K2));
+  uint32_t h0, h1;
+  fa8_e4m3x4_to_f16x2(x, h0, h1);
+  asm("mul.rn.f16x2 %0, %0, %2;\nmul.rn.f16x2 %1, %1, %2;" : "+r"(h0), "+r"(h1) : "r"(K2));
+  fa8_f16x2_to_f32(h0, d[0], d[1]);
+  fa8_f16x2_to_f32(h1, d[2], d[3]);
 }
 __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_t (&af)[BN / 32][4], uint32_t (&rf)[BN / 32][4]) {
 #pragma unroll
