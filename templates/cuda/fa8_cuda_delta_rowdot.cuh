@@ -39,8 +39,8 @@ __device__ __forceinline__ void fa8_bf16x8(const uint4 &w, float (&f)[8]) {
   const uint32_t u[4] = { w.x, w.y, w.z, w.w };
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    f[2 * i] = __uint_as_float(u[i] << 16);
-    f[2 * i + 1] = __uint_as_float(u[i] & 0xFFFF0000u);
+    f[2 * i] = fa8_f32_from_bf16((uint16_t)u[i]);
+    f[2 * i + 1] = fa8_f32_from_bf16((uint16_t)(u[i] >> 16));
   }
 }
 /* the dot of 8 elements at element column `col` of row i: fa8_delta_term's factors, accumulated by FMA */

@@ -551,7 +551,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         else { of[col] = v0; of[col + 1] = v1; }
       }
       if (SPLIT) {
-        const uint32_t rb = fa8_bf16x2_rn(v0 - __uint_as_float(ob << 16), v1 - __uint_as_float(ob & 0xFFFF0000u));
+        const uint32_t rb = fa8_bf16x2_rn(v0 - fa8_f32_from_bf16((uint16_t)ob), v1 - fa8_f32_from_bf16((uint16_t)(ob >> 16)));
         if (prm.rem_pairs) *reinterpret_cast<uint32_t *>(orem + col) = rb;
         else { orem[col] = (uint16_t)rb; orem[col + 1] = (uint16_t)(rb >> 16); }
       }
