@@ -510,6 +510,77 @@ Test(gpu, delta_modes_contrast, .timeout = 300) {
   h_free(&d);
 }
 
+/* A copy of a [B, S, H, D] sequence tensor (host data, elem bytes each) on the device with every S row padded by
+ * PAD elements: rows that are not 16-byte aligned, which the row-dot delta's vector pass needs. *view gets the
+ * padded strides. */
+enum { PAD_ELEMS = 2 };
+static void *padded_rows_on_gpu(const void *host, int elem, int64_t B, int64_t S, int64_t HD, fa8_tensor *view) {
+  const int64_t row = HD + PAD_ELEMS;
+  unsigned char *buf = calloc((size_t)(B * S * row), (size_t)elem);
+  cr_assert(buf, "out of memory");
+  for (int64_t r = 0; r < B * S; ++r) memcpy(buf + (size_t)(r * row * elem), (const unsigned char *)host + (size_t)(r * HD * elem), (size_t)(HD * elem));
+  void *g = h_gpu_alloc((size_t)(B * S * row * elem));
+  cr_assert(g && h_gpu_put(g, buf, (size_t)(B * S * row * elem)) == 0, "device copy failed");
+  free(buf);
+  view->data = g;
+  view->stride[0] = S * row;
+  view->stride[1] = row;
+  return g;
+}
+
+/* The row-dot delta (stale, dohat, split) takes its vector pass only where every row of O (O_rem, dO) is 16-byte
+ * aligned; other layouts take the scalar pass. The suite's tensors are contiguous, so this reruns the backward on
+ * padded copies of the same outputs: delta must agree with the vector pass's to FP32 summation order, and the
+ * gradients with it (a wrong stride or row in the scalar pass is an O(1) difference). */
+Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
+  require_gpu();
+  const geom *g = NULL;
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0] && !g; ++i)
+    if (GEOMS[i].all_modes && GEOMS[i].Sq >= 256 && geom_in_build(&GEOMS[i])) g = &GEOMS[i];
+  if (!g) cr_skip_test("no all-modes geometry in this build");
+  h_data d;
+  gpu_problem(g, &d);
+  d.cfg.stats_off = 1;   /* the timed kernels */
+  const fa8_delta_mode modes[] = { FA8_DELTA_STALE, FA8_DELTA_DOHAT, FA8_DELTA_SPLIT };
+  const int64_t B = d.cfg.p.batch, Sq = d.cfg.p.seqlen_q, HD = (int64_t)d.cfg.p.heads * d.cfg.p.hdim_v;
+  float *keep[4] = { malloc((size_t)d.nrow * 4), malloc((size_t)d.nq * 4), malloc((size_t)d.nk * 4), malloc((size_t)d.nv * 4) };
+  cr_assert(keep[0] && keep[1] && keep[2] && keep[3], "out of memory");
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m) {
+    const fa8_delta_mode mode = modes[m];
+    cr_assert_eq(h_run(&d, mode), FA8_OK, "%s %s: %s", g->name, h_delta_name(mode), fa8_last_error());
+    memcpy(keep[0], d.delta, (size_t)d.nrow * 4);
+    memcpy(keep[1], d.dq, (size_t)d.nq * 4);
+    memcpy(keep[2], d.dk, (size_t)d.nk * 4);
+    memcpy(keep[3], d.dv, (size_t)d.nv * 4);
+    fa8_problem p;
+    fa8_fwd_tensors f;
+    fa8_bwd_tensors bt;
+    h_views(&d, mode, &p, &f, &bt);
+    void *po = padded_rows_on_gpu(d.o, 2, B, Sq, HD, &bt.o);
+    void *pr = padded_rows_on_gpu(d.orem, 2, B, Sq, HD, &bt.o_rem);
+    void *pd = padded_rows_on_gpu(d.dout, 4, B, Sq, HD, &bt.dout);
+    const fa8_status st = fa8_backward(&p, &bt, d.g.ws, d.ws_bytes, NULL);
+    cr_assert_eq(st, FA8_OK, "%s %s: backward on padded rows: %s", g->name, h_delta_name(mode), fa8_last_error());
+    cr_assert(h_gpu_get(d.delta, d.g.delta, (size_t)d.nrow * 4) == 0 && h_gpu_get(d.dq, d.g.dq, (size_t)d.nq * 4) == 0 &&
+              h_gpu_get(d.dk, d.g.dk, (size_t)d.nk * 4) == 0 && h_gpu_get(d.dv, d.g.dv, (size_t)d.nv * 4) == 0, "copy back failed");
+    h_gpu_free(po);
+    h_gpu_free(pr);
+    h_gpu_free(pd);
+    const double ed = rel(d.delta, keep[0], d.nrow), eq = rel(d.dq, keep[1], d.nq), ek = rel(d.dk, keep[2], d.nk);
+    const double ev = rel(d.dv, keep[3], d.nv);
+    fprintf(stderr, "[gpu-padded] %-30s %-7s scalar vs vector pass: delta %.1e dQ %.1e dK %.1e dV %.1e\n", g->name,
+            h_delta_name(mode), ed, eq, ek, ev);
+    /* delta: FP32 sums of the same terms in another order; a delta off by an ulp can move a dS element across an
+     * FP8 rounding boundary, hence the gradients' looser bound (still far below the O(1) of a wrong row) */
+    cr_expect_leq(ed, 1e-5, "%s %s: delta on padded rows differs by %.2e", g->name, h_delta_name(mode), ed);
+    cr_expect_leq(eq, 1e-3, "%s %s: dQ on padded rows differs by %.2e", g->name, h_delta_name(mode), eq);
+    cr_expect_leq(ek, 1e-3, "%s %s: dK on padded rows differs by %.2e", g->name, h_delta_name(mode), ek);
+    cr_expect_leq(ev, 1e-3, "%s %s: dV on padded rows differs by %.2e", g->name, h_delta_name(mode), ev);
+  }
+  for (int i = 0; i < 4; ++i) free(keep[i]);
+  h_free(&d);
+}
+
 /* Bad input on the GPU path is refused like on the CPU: a missing transposed copy is named. */
 Test(gpu, refuses_missing_transposed_copy) {
   require_gpu();
