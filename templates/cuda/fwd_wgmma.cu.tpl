@@ -378,18 +378,21 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
   if (ntiles == 0) q_release();
   if (ntiles > 0) {
     if constexpr (SPLIT && DV > 128) {
-      /* split, DV > 128, one tile at a time: no registers for a second accumulator next to O and S, so O is
-       * pre-scaled by 2^4 so that R^ V^ lands first, then P^ V^ (the portable path's order). */
-      for (int it = 0; it < ntiles; ++it) {
-        const int g = g0 + it, st = g % STAGES;
-        fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
-        c.qk_issue(st);
-        fa8_wgmma_wait<0>();
-        fa8_fence_regs(c.sacc);
-        if (it == ntiles - 1) q_release();
-        float rescale[2];
-        c.softmax(it * BN, st, rescale);
-        constexpr float UP = REM_SCALE / P_SCALE;
+      /* split, DV > 128: no registers for a second accumulator next to O and S, so O is pre-scaled by 2^4 so
+       * that R^(j) V(j) lands first, then P^(j) V(j) (the portable path's order). R^ V^ has its own group and
+       * wait; P^(j) V(j) is issued together with S(j+1) = Q K(j+1)^t and waited for once, as the standard
+       * forward's GEMM phase (in flight: O, S and P^, the standard d256 tile's registers; R^ is dead by then) */
+      constexpr float UP = REM_SCALE / P_SCALE;
+      const int s0 = g0 % STAGES;
+      fa8_mbar_wait(&s.full[s0], (g0 / STAGES) & 1);
+      c.qk_issue(s0);
+      fa8_wgmma_wait<0>();
+      fa8_fence_regs(c.sacc);
+      if (ntiles == 1) q_release();
+      float rescale[2];
+      c.softmax(0, s0, rescale);
+      /* R^(j) V(j) into the pre-scaled O, then O back to P^'s scale (tile g's stage st) */
+      auto rv_step = [&](int g, int st) {
 #pragma unroll
         for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
         if constexpr (VPERM) fa8_mbar_wait(&s.vready[st], (g / STAGES) & 1);
@@ -398,11 +401,26 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         fa8_fence_regs(c.acc);
 #pragma unroll
         for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
+      };
+      for (int it = 0; it + 1 < ntiles; ++it) {
+        const int g = g0 + it, st = g % STAGES, g1 = g + 1, st1 = g1 % STAGES;
+        rv_step(g, st);
+        fa8_mbar_wait(&s.full[st1], (g1 / STAGES) & 1);
+        c.qk_issue(st1);
         c.pv_issue(c.acc, c.pa, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
+        fa8_fence_regs(c.sacc);
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
+        if (it + 1 == ntiles - 1) q_release();
+        c.softmax((it + 1) * BN, st1, rescale);
       }
+      const int gl = g0 + ntiles - 1, sl = gl % STAGES;
+      rv_step(gl, sl);
+      c.pv_issue(c.acc, c.pa, sl, false);
+      fa8_wgmma_wait<0>();
+      fa8_fence_regs(c.acc);
+      if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
     } else {
       /* Ping-pong (two consumer warpgroups): a warpgroup issues its GEMM phase -- S(j) = Q K(j)^t together
        * with O += P^(j-1) V(j-1) -- only in its turn (named barriers 1 and 2), then hands the tensor cores
