@@ -28,7 +28,7 @@ end
 -- wgmma kernels align their base to 1024 at run time (+ 1024) and round the struct to 16 bytes.
 local PAD = 16
 local function up(x, a) return (x + a - 1) // a * a end
-local QROWS_BYTES = 5 * 64 * F32 + 4 * F32   -- fa8_cuda_sm90_bwd.cuh's fa8_qrows (64 queries; the tile ratios)
+local QROWS_BYTES = 5 * 64 * F32   -- fa8_cuda_sm90_bwd.cuh's fa8_qrows (64 queries)
 function M.cuda_smem(cfg)
   local f, t = cfg.functional, cfg.tuning
   local bm, bn, st, w = t.block_m, t.block_n, t.stages, t.warps

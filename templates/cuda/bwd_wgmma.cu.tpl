@@ -239,7 +239,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
     if (threadIdx.x != 0 && warp != 1) return;
     const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, kh, n0), a.softmax_scale * FA8_LOG2E);
-    float qc_prev = 1.0f, dos_prev = 1.0f;   /* lane 0: the previous tile's (rows' divisions off the consumers' path) */
     int it = 0;
     for (int h = kh * group; h < (kh + 1) * group; ++h)
       for (int mt = 0, ntiles = query_tiles(); mt < ntiles; ++mt, ++it) {
@@ -263,13 +262,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
             r.qk[i] = fa8_logit_factor(r.qs[i], kc);
             r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
           }
-          if (lane == 0) {   /* the tile's first row is lane 0's */
-            const float qc = r.qs[0] * a.softmax_scale, dos = r.dos[0];
-            r.qc_ratio = it > 0 ? qc_prev / qc : 1.0f;
-            r.dos_ratio = it > 0 ? dos_prev / dos : 1.0f;
-            qc_prev = qc;
-            dos_prev = dos;
-          }
           fa8_mbar_arrive(&s.full[st]);
         }
       }
@@ -291,7 +283,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 #pragma unroll
   for (int i = 0; i < DV / 2; ++i) dv[i] = 0.0f;
   float fk_prev = 1.0f, fv_prev = 1.0f;
-  int e2_prev = 0;
   if constexpr (STATS)
     for (int i = threadIdx.x - 128; i < 5 * BM; i += 128 * CONSUMERS) (&s.diag[0][0])[i] = 0.0;
   fa8_named_sync(3, 128 * CONSUMERS);
@@ -354,27 +345,24 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       flush_diag(s.diag, a, b, h, m0);
     }
 
-    /* dK and dV in units of their current descale (constant over the query tile): fk = up qs c, fv = dos / P_SCALE.
-     * The ratios to the previous tile's come without a division here (a MUFU.RCP chain on the path to the GEMM
-     * issue): up is a power of two, so fk' / fk = 2^(e2' - e2) fl(qs' c) / fl(qs c), whose second factor (and dos'
-     * / dos) the producer divided -- the same bits as dividing the factors. They are uniform over the CTA and
-     * mostly 1 (dO's scale block spans the tiles; the dS^ exponent often repeats): the 64-128 multiplies per thread
-     * are skipped then. The first tile has nothing to rescale. */
-    if (it > 0) {
-      const float rv = r.dos_ratio, rq = r.qc_ratio;
-      if (rv != 1.0f) {
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
 #pragma unroll
-        for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
-      }
-      if (e2 != e2_prev || rq != 1.0f) {
-        const float rk = fa8_pow2(e2_prev - e2) * rq;
-#pragma unroll
-        for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
-      }
+      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
     }
-    e2_prev = e2;
-    fv_prev = r.dos[0] * (1.0f / P_SCALE);   /* the last tile's factors descale the stores */
-    fk_prev = up * r.qs[0] * c;
+    if (fk != fk_prev) {
+      const float rk = fk_prev / fk;
+#pragma unroll
+      for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
+    }
+    fv_prev = fv;
+    fk_prev = fk;
 
     /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
 #pragma unroll

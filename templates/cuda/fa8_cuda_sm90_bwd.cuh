@@ -135,9 +135,6 @@ __device__ __forceinline__ void fa8_recompute_issue(float (&s)[N / 2], float (&d
  * producer only (its K scale is one per CTA; the prep forms it per key tile). */
 struct alignas(16) fa8_qrows {   /* aligned: the prep reads column pairs as float2 */
   float qs[64], dos[64], lse2[64], delta[64], qk[64];
-  /* the backward's dK / dV rescale between consecutive tiles of a CTA (written by its producer; 1 at the first):
-   * fl(qs' c) / fl(qs c) and dos' / dos of the tiles' first rows, ' the previous tile */
-  float qc_ratio, dos_ratio, pad_[2];
 };
 /* the lse2 entry of a row with saved LSE `lse` (natural log): one definition for both producers */
 __device__ __forceinline__ float fa8_lse2_row(float lse, float p_scale_log2) { return lse * FA8_LOG2E - p_scale_log2; }
