@@ -209,8 +209,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     for (int hg = 0; hg < prm.group; ++hg)
       for (int mt = 0, m_first = first_query(), ntiles = query_tiles(m_first); mt < ntiles; ++mt, ++it) {
         const int h = kh * prm.group + hg, st = it % STAGES, m0 = m_first + mt * BM;
-        fa8_qrows_regs<BM> ahead;   /* the row-data warp's loads, ahead of the stage's release */
-        if (threadIdx.x != 0) fa8_qrows_load<BM>(ahead, a, b, h, m0, lane);
         if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
         if (threadIdx.x == 0) {
           fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
@@ -223,7 +221,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
           fa8_tma_load(s.qt[ts], &prm.m.tqt, &s.tfull[ts], m0, 0, h, b);
           fa8_tma_load(s.dot[ts], &prm.m.tdot, &s.tfull[ts], m0, 0, h, b);
         } else {
-          fa8_qrows_store<BM>(s.rows[st], ahead, m0, lane, a.Sq, kc, P_SCALE_LOG2);
+          fa8_qrows &r = s.rows[st];
+#pragma unroll 1   /* one row at a time: this warp runs in the producer's registers */
+          for (int i = lane; i < BM; i += 32) {
+            const int row = m0 + i;
+            const bool ok = row < a.Sq;
+            r.qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
+            r.dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
+            r.lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
+            r.qk[i] = fa8_logit_factor(r.qs[i], kc);
+            r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
+          }
           fa8_mbar_arrive(&s.full[st]);
         }
       }

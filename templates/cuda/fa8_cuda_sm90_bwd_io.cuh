@@ -7,40 +7,6 @@
 
 #include "fa8_cuda_sm90_bwd.cuh"
 
-/* The producer's row-data warp: a lane's rows (lane, lane + 32, ...) of a BM-query tile, loaded into registers
- * before the warp waits for the stage to free (fa8_qrows_load), so the global loads' latency overlaps that wait
- * instead of following it, then written into the stage (fa8_qrows_store). Rows past Sq get scale 0, lse2 -inf. */
-template <int BM>
-struct fa8_qrows_regs {
-  static_assert(BM % 32 == 0 && BM <= 64, "fa8_qrows holds 64 rows, 32 lanes take whole rounds");
-  float qs[BM / 32], dos[BM / 32], lse[BM / 32], delta[BM / 32];
-};
-template <int BM>
-__device__ __forceinline__ void fa8_qrows_load(fa8_qrows_regs<BM> &v, const fa8_bwd_args &a, int b, int h, int m0, int lane) {
-#pragma unroll
-  for (int u = 0; u < BM / 32; ++u) {
-    const int row = m0 + lane + 32 * u;
-    const bool ok = row < a.Sq;
-    v.qs[u] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
-    v.dos[u] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
-    v.lse[u] = ok ? a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row] : 0.0f;
-    v.delta[u] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
-  }
-}
-template <int BM>
-__device__ __forceinline__ void fa8_qrows_store(fa8_qrows &r, const fa8_qrows_regs<BM> &v, int m0, int lane, int Sq, float kc,
-                                                float p_scale_log2) {
-#pragma unroll
-  for (int u = 0; u < BM / 32; ++u) {
-    const int i = lane + 32 * u;
-    r.qs[i] = v.qs[u];
-    r.dos[i] = v.dos[u];
-    r.lse2[i] = m0 + i < Sq ? fa8_lse2_row(v.lse[u], p_scale_log2) : -INFINITY;
-    r.qk[i] = fa8_logit_factor(v.qs[u], kc);
-    r.delta[i] = v.delta[u];
-  }
-}
-
 /* dQ += a 64 x NQ fragment (already scaled by fq) at columns col0.., rows m0.., with the widest atomics the dQ
  * layout allows: sm_90 adds float2 / float4 in one RED, so the L2 sees 2-4x fewer atomic requests. For float4,
  * lanes 2k and 2k+1 swap pairs so the even lane owns columns c..c+3 of row r and the odd lane those of row r+8. */
