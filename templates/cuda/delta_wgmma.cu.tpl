@@ -102,8 +102,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   }
   const int kh = h / (a.H / a.Hkv), diag = a.Sk - a.Sq;
   const int last_row = min(m0 + QT * BM, a.Sq) - 1;
-  const int kend = fa8_key_end(last_row, a.Sk, diag, CAUSAL);
-  const int ntiles = (kend + BN - 1) / BN;
+  /* key tiles, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d64, once the
+   * row-data warp batched its loads) */
+  auto key_tiles = [&]() {
+    int sk = a.Sk;
+    asm volatile("" : "+r"(sk));   /* recomputed after the fork, not carried across it */
+    return (fa8_key_end(last_row, sk, diag, CAUSAL) + BN - 1) / BN;
+  };
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -121,7 +126,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
 
   if (wg == 0) {   /* producer */
     fa8_regs_release<PRODUCER_REGS>();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, ntiles = key_tiles();
     if (warp == 1) {
       for (int j = lane; j < QT * BM; j += 32) {
         const int row = m0 + j, t = j / BM, i = j % BM;
@@ -135,11 +140,23 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
       /* the key tiles' scales into their stages: the consumers take them from shared memory after the stage's
        * full wait. Read by the consumers themselves, the global loads and their scale-block divisions (three
        * dependent chains through MUFU.RCP per key tile) sat on each warpgroup's path to its GEMM issue. */
+      /* every load of a stage before its first store, and before the wait for the stage's release: one exposed
+       * global latency per tile, off the release -> arrive path. Written as a load and a store per key, ptxas
+       * kept each store right behind its load (5 exposed latencies a tile, about a consumer tile's time at d64) */
+      static_assert(BN % 32 == 0, "the row-data warp's lanes take BN / 32 keys each");
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES, n0 = it * BN;
+        float vsc[BN / 32];
+#pragma unroll
+        for (int u = 0; u < BN / 32; ++u) {
+          const int j = lane + 32 * u;
+          vsc[u] = n0 + j < a.Sk ? fa8_scale_at(a.v_scale, b, kh, n0 + j) : 0.0f;
+        }
+        const float ksc = lane == 0 ? fa8_scale_at(a.k_scale, b, kh, n0) : 0.0f;
         if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
-        for (int j = lane; j < BN; j += 32) s.kvs[st][j] = n0 + j < a.Sk ? fa8_scale_at(a.v_scale, b, kh, n0 + j) : 0.0f;
-        if (lane == 0) s.kvs[st][BN] = fa8_scale_at(a.k_scale, b, kh, n0);
+#pragma unroll
+        for (int u = 0; u < BN / 32; ++u) s.kvs[st][lane + 32 * u] = vsc[u];
+        if (lane == 0) s.kvs[st][BN] = ksc;
         fa8_mbar_arrive(&s.full[st]);
       }
     }
@@ -165,6 +182,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   const float cl2e = a.softmax_scale * FA8_LOG2E;
   const int key0 = cw * KOFF + warp * 16 + (lane >> 2);   /* this thread's first key within a tile */
   const int q0 = QSPLIT ? cw * QW : 0;                     /* this warpgroup's first query column */
+  const int ntiles = key_tiles();
   float acc[QT][QW / 4], psum[QT][QW / 4];   /* this thread's QW / 4 query columns of each query tile */
 #pragma unroll
   for (int t = 0; t < QT; ++t)
