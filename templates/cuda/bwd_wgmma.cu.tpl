@@ -292,10 +292,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   for (int i = 0; i < DQK / 2; ++i) dk[i] = 0.0f;
 #pragma unroll
   for (int i = 0; i < DV / 2; ++i) dv[i] = 0.0f;
-  /* dK's factor up x q scale x c splits into the q-scale part fq (known at the top of a tile) and the dS^ tile's
-   * power of two up (known after barrier 1): fk = up fq exactly, so dK takes the two ratios as two multiplies with
-   * the same bits as one by fk_prev / fk (barring FP32 under/overflow) */
-  float fk_prev = 1.0f, fv_prev = 1.0f, fq_prev = 1.0f, up_prev = 1.0f;
+  float fk_prev = 1.0f, fv_prev = 1.0f;
   if constexpr (STATS)
     for (int i = threadIdx.x - 128; i < 5 * BM; i += 128 * CONSUMERS) (&s.diag[0][0])[i] = 0.0;
   fa8_named_sync(3, 128 * CONSUMERS);
@@ -312,35 +309,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
     fa8_wgmma_commit();
   };
-  /* dV's and dK's rescales by the factors of tile `next` known before its barrier 1 (its stage's row data, landed
-   * with the full wait of its S^t issue), done while that S^t runs on the tensor cores (dV and dK retired with
-   * this tile's wait): off the path from barrier 1 to the GEMM issue. The factors are uniform over the CTA and
-   * mostly unchanged (the q and dO scale blocks span the tiles): skip the 64-128 multiplies per thread then, and
-   * the IEEE divisions. A ratio of unequal factors that rounds to 1 multiplies by 1: the same bits as skipping. */
-  auto rescale_for = [&](const fa8_qrows &rn) {
-    const float fv = rn.dos[0] * (1.0f / P_SCALE), fq = rn.qs[0] * c;
-    if (fv != fv_prev) {
-      const float rv = fv_prev / fv;
-#pragma unroll
-      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
-    }
-    if (fq != fq_prev) {
-      const float rq = fq_prev / fq;
-#pragma unroll
-      for (int i = 0; i < DQK / 2; ++i) dk[i] *= rq;
-    }
-    fv_prev = fv;
-    fq_prev = fq;
-  };
   const int ntiles = query_tiles(), total = group * ntiles;
   /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
   int pend_h = 0, pend_m0 = 0;
-  if (total > 0) {
-    s_issue(0);
-    fv_prev = s.rows[0].dos[0] * (1.0f / P_SCALE);   /* dV, dK are 0: their first units need no multiply */
-    fq_prev = s.rows[0].qs[0] * c;
-  }
+  if (total > 0) s_issue(0);
   for (int it = 0, h = kh * group, mt = 0; it < total; ++it) {
     const int st = it % STAGES, m0 = m_first + mt * BM;
     const fa8_qrows &r = s.rows[st];
@@ -382,15 +355,24 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       flush_diag(s.diag, a, b, h, m0);
     }
 
-    /* dK and dV in units of their current descale (constant over the query tile): dK's power-of-two part here
-     * (exact), only when the dS^ exponent changed */
-    if (up != up_prev) {
-      const float ru = up_prev / up;
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
 #pragma unroll
-      for (int i = 0; i < DQK / 2; ++i) dk[i] *= ru;
+      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
     }
-    up_prev = up;
-    fk_prev = up * r.qs[0] * c;   /* dK's final factor (store_key_rows) */
+    if (fk != fk_prev) {
+      const float rk = fk_prev / fk;
+#pragma unroll
+      for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
+    }
+    fv_prev = fv;
+    fk_prev = fk;
 
     /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
 #pragma unroll
@@ -450,7 +432,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     } else {
       fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
     }
-    if (it + 1 < total) rescale_for(s.rows[(it + 1) % STAGES]);
     if (++mt == ntiles) {
       mt = 0;
       ++h;
