@@ -154,26 +154,16 @@ template <bool MASK>
 __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a,
                                         int m0, int key0, int n0, const float *vs, float &amax) {
   float am[4] = { amax, 0.0f, 0.0f, 0.0f };   /* four partial maxima: a chain of BM/8 FMNMX, not BM/2 */
-  const float vk[2] = { vs[key0 - n0], vs[key0 + 8 - n0] };
-  /* elements 4c .. 4c+3 are the column pair (8c + 2t, 8c + 2t + 1) of keys key0, key0 + 8 (fa8_acc_col): each
-   * row-data array read as one 8-byte pair per column pair (fa8_qrows is 16-byte aligned, the pair's first
-   * column even), half the scalar loads ptxas emitted per element */
 #pragma unroll
-  for (int c = 0; c < BM / 8; ++c) {
-    const int q2 = fa8_acc_col(4 * c);
-    const float2 qk = *reinterpret_cast<const float2 *>(&r.qk[q2]), l2 = *reinterpret_cast<const float2 *>(&r.lse2[q2]);
-    const float2 dos = *reinterpret_cast<const float2 *>(&r.dos[q2]), dl = *reinterpret_cast<const float2 *>(&r.delta[q2]);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int i = 4 * c + u, rr = u >> 1, ql = q2 + (u & 1), kr = key0 + 8 * rr;
-      const bool vis = !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
-      float p, dpv;
-      fa8_p_dp<MASK>(sacc[i], dacc[i], u & 1 ? qk.y : qk.x, u & 1 ? l2.y : l2.x, (u & 1 ? dos.y : dos.x) * vk[rr], vis, p, dpv);
-      const float dsv = p * (dpv - (u & 1 ? dl.y : dl.x));
-      sacc[i] = p;
-      dacc[i] = dsv;
-      am[i & 3] = fmaxf(am[i & 3], fabsf(dsv));
-    }
+  for (int i = 0; i < BM / 2; ++i) {
+    const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), kr = key0 + 8 * rr;
+    const bool vis = !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
+    float p, dpv;
+    fa8_p_dp<MASK>(sacc[i], dacc[i], r.qk[ql], r.lse2[ql], r.dos[ql] * vs[kr - n0], vis, p, dpv);
+    const float dsv = p * (dpv - r.delta[ql]);
+    sacc[i] = p;
+    dacc[i] = dsv;
+    am[i & 3] = fmaxf(am[i & 3], fabsf(dsv));
   }
   amax = fmaxf(fmaxf(am[0], am[1]), fmaxf(am[2], am[3]));
 }
