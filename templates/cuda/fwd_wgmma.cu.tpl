@@ -62,7 +62,6 @@ struct Params {
   CUtensorMap tq, tk, tvt;
   /* the outputs' column pairs are aligned for one 32-bit (BF16) / 64-bit (FP32) store: base and strides */
   int o_pairs, rem_pairs, of_pairs;
-  int v_uniform;   /* one V scale over each (batch, kv head): O's rescale is exactly 1 wherever the row max holds */
 };
 
 /* S (64 x BN per warpgroup) += Q (smem) K^t (smem), one k-step of 32 */
@@ -492,11 +491,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
           c.pv_issue(tr, c.ra, st, true);
         }
         if constexpr (!PV_FRESH) {
-          /* under one V scale (vratio 1) a warp whose 16 rows all kept their max multiplies by exactly 1: skipped
-           * (the same bits); under scale blocks the V-scale ratio changes every tile, and the flag keeps the vote
-           * off that path */
-          const bool unit = prm.v_uniform && __all_sync(0xffffffffu, rs[0] == 1.0f && rs[1] == 1.0f);
-          if (!first && !unit) {
+          if (!first) {
 #pragma unroll
             for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rs[(i >> 1) & 1];
           }
@@ -703,7 +698,6 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   prm.o_pairs = pairs(a.o, 2);
   prm.rem_pairs = a.o_rem.ptr && pairs(a.o_rem, 2);
   prm.of_pairs = a.o_f32.ptr && pairs(a.o_f32, 4);
-  prm.v_uniform = a.v_scale.rows >= a.Sk;
   const size_t smem = sizeof(Smem) + 1024;
   cudaError_t ce = cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
