@@ -346,8 +346,18 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
   if (dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
   /* dK, dV of the tile's keys, this warpgroup's columns: this CTA owns them */
-  fa8_store_key_rows<NK>(a.dk, dk, fk_prev, key0, cw * NK, kh, b, a.Sk);
-  fa8_store_key_rows<NV>(a.dv, dv, fv_prev, key0, cw * NV, kh, b, a.Sk);
+#pragma unroll
+  for (int i = 0; i < NK / 2; ++i) {
+    const int kr = key0 + 8 * ((i >> 1) & 1);
+    if (kr < a.Sk)
+      ((float *)a.dk.ptr)[(int64_t)b * a.dk.sb + (int64_t)kr * a.dk.ss + (int64_t)kh * a.dk.sh + cw * NK + fa8_acc_col(i)] = dk[i] * fk_prev;
+  }
+#pragma unroll
+  for (int i = 0; i < NV / 2; ++i) {
+    const int kr = key0 + 8 * ((i >> 1) & 1);
+    if (kr < a.Sk)
+      ((float *)a.dv.ptr)[(int64_t)b * a.dv.sb + (int64_t)kr * a.dv.ss + (int64_t)kh * a.dv.sh + cw * NV + fa8_acc_col(i)] = dv[i] * fv_prev;
+  }
 }
 }  // namespace
 

@@ -1,32 +1,11 @@
 /* The Hopper backwards' global-memory side, shared by templates/cuda/bwd_wgmma{,_wide}.cu.tpl: dQ added from a
  * consumer warpgroup's 64-query fragment (TMA reduce from swizzled shared memory, or FP32 atomics where dQ's
- * layout is not TMA-ready), dK / dV stored from the key rows' accumulators, and the host-side tensor maps of K, V, K^t, Q, dO, Q^t, dO^t and dQ.
+ * layout is not TMA-ready) and the host-side tensor maps of K, V, K^t, Q, dO, Q^t, dO^t and dQ.
  * Fragments are m64nNQ wgmma accumulators: a thread holds column pairs (c, c+1) of rows r and r+8. */
 #ifndef FA8_CUDA_SM90_BWD_IO_CUH
 #define FA8_CUDA_SM90_BWD_IO_CUH
 
 #include "fa8_cuda_sm90_bwd.cuh"
-
-/* dK / dV: an m64nD accumulator x f into the FP32 rows key0 and key0 + 8 (those below Sk) of (b, kv head kh),
- * columns col0.. (the wide backward's warpgroups own column halves; col0 even): the two row addresses formed once,
- * and a thread's column pair (2t, 2t+1) of each 8-column chunk in one 8-byte store where the layout keeps pairs
- * aligned (per-element 64-bit index math made the scalar version ~26 instructions a store: 5 % of the d <= 128
- * backward's stall samples at S=4K) */
-template <int D>
-__device__ __forceinline__ void fa8_store_key_rows(const fa8_ten &t, const float (&x)[D / 2], float f, int key0, int col0, int kh,
-                                                   int b, int Sk) {
-  float *r0 = (float *)t.ptr + (int64_t)b * t.sb + (int64_t)kh * t.sh + (int64_t)key0 * t.ss + col0;
-  float *rows[2] = { r0, r0 + 8 * t.ss };
-  const bool ok[2] = { key0 < Sk, key0 + 8 < Sk };
-  const bool pairs = (uintptr_t)t.ptr % 8 == 0 && ((t.sb | t.sh | t.ss | col0) & 1) == 0;
-#pragma unroll
-  for (int i = 0; i < D / 2; i += 2) {
-    const int r = (i >> 1) & 1, col = fa8_acc_col(i);
-    if (!ok[r]) continue;
-    if (pairs) *reinterpret_cast<float2 *>(rows[r] + col) = make_float2(x[i] * f, x[i + 1] * f);
-    else rows[r][col] = x[i] * f, rows[r][col + 1] = x[i + 1] * f;
-  }
-}
 
 /* dQ += a 64 x NQ fragment (already scaled by fq) at columns col0.., rows m0.., with the widest atomics the dQ
  * layout allows: sm_90 adds float2 / float4 in one RED, so the L2 sees 2-4x fewer atomic requests. For float4,
