@@ -139,11 +139,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
       fa8_mbar_arrive(&s.q_full);
       /* the key tiles' scales into their stages: the consumers take them from shared memory after the stage's
        * full wait. Read by the consumers themselves, the global loads and their scale-block divisions (three
-       * dependent chains through MUFU.RCP per key tile) sat on each warpgroup's path to its GEMM issue. */
-      /* every load of a stage before its first store, and before the wait for the stage's release: one exposed
-       * global latency per tile, off the release -> arrive path. Written as a load and a store per key, ptxas
-       * kept each store right behind its load: 5 exposed latencies a tile. The H200 measured no change in the
-       * prep's time either way (bench/NOTES.md): the path had slack; this keeps it so */
+       * dependent chains through MUFU.RCP per key tile) sat on each warpgroup's path to its GEMM issue.
+       * Every load of a stage comes before its first store and before the wait for the stage's release: one
+       * exposed global latency per tile, off the release -> arrive path. As a load and a store per key, ptxas
+       * kept each store right behind its load (5 exposed latencies a tile); the H200 measured no change in the
+       * prep's time either way (bench/NOTES.md): the path had slack, and this keeps it so. */
       static_assert(BN % 32 == 0, "the row-data warp's lanes take BN / 32 keys each");
       for (int it = 0; it < ntiles; ++it) {
         const int st = it % STAGES, n0 = it * BN;
