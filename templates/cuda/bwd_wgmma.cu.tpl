@@ -203,8 +203,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const int m_first = CAUSAL ? (max(0, n0 - diag) / BM) * BM : 0;
   /* query tiles per head, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d=64) */
   auto query_tiles = [&]() {
-    int sq = a.Sq;
-    asm volatile("" : "+r"(sq));   /* recomputed after the fork, not carried across it */
+    const int sq = fa8_after_fork(a.Sq);
     return sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
   };
   const int wg = threadIdx.x / 128;

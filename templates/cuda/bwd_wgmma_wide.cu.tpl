@@ -166,13 +166,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   /* the first query tile and the tiles per head, formed inside each role: a value live across setmaxnreg was
    * spilled (4 bytes, d=64 in bwd_wgmma; m_first here, d192x128) */
   auto first_query = [&]() {
-    int d = diag;
-    asm volatile("" : "+r"(d));   /* recomputed after the fork, not carried across it */
+    const int d = fa8_after_fork(diag);
     return CAUSAL ? (max(0, n0 - d) / BM) * BM : 0;
   };
   auto query_tiles = [&](int m_first) {
-    int sq = a.Sq;
-    asm volatile("" : "+r"(sq));
+    const int sq = fa8_after_fork(a.Sq);
     return sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
   };
   const int wg = threadIdx.x / 128;

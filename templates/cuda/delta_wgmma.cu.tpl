@@ -104,11 +104,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   const int last_row = min(m0 + QT * BM, a.Sq) - 1;
   /* key tiles, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d64, once the
    * row-data warp batched its loads) */
-  auto key_tiles = [&]() {
-    int sk = a.Sk;
-    asm volatile("" : "+r"(sk));   /* recomputed after the fork, not carried across it */
-    return (fa8_key_end(last_row, sk, diag, CAUSAL) + BN - 1) / BN;
-  };
+  auto key_tiles = [&]() { return (fa8_key_end(last_row, fa8_after_fork(a.Sk), diag, CAUSAL) + BN - 1) / BN; };
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {

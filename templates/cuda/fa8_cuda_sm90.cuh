@@ -130,6 +130,12 @@ __device__ __forceinline__ void fa8_named_arrive(int id, int threads) {
 /* ---- warpgroup register reallocation ---- */
 template <int R> __device__ __forceinline__ void fa8_regs_release() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(R)); }
 template <int R> __device__ __forceinline__ void fa8_regs_claim() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(R)); }
+/* x as a value the compiler cannot see through: a count formed from it inside each role (after the setmaxnreg fork)
+ * is recomputed there instead of carried across the fork, where the producer's few registers spilled it */
+__device__ __forceinline__ int fa8_after_fork(int x) {
+  asm volatile("" : "+r"(x));
+  return x;
+}
 /* setmaxnreg moves registers inside the CTA's launch allocation (THREADS x the per-thread count the launch bounds
  * allow, in steps of 8), not the register file: what the consumers claim must be what the producer warpgroup
  * gives up, or their setmaxnreg.inc waits forever (a producer at 32 next to two consumers at 240 hung the GPU
