@@ -47,8 +47,7 @@ function M.cuda_smem(cfg)
   local nc = w // 4 - 1
   local bytes
   if f.dir == "fwd" then   -- templates/cuda/fwd_wgmma.cu.tpl: q, k ring, vt ring, kvs, mbarriers, last[], q_empty
-    bytes = bm * qk + st * bn * (qk + v) + ((f.variant ~= "split" and v <= 128) and 512 or 16) + st * 4 * F32 + 8
-      + 3 * st * 8 + up(st * 4, 8) + 8
+    bytes = bm * qk + st * bn * (qk + v) + st * 4 * F32 + 8 + 3 * st * 8 + up(st * 4, 8) + 8
   elseif f.dir == "bwd" then   -- templates/cuda/bwd_wgmma.cu.tpl
     local nq = qk // nc
     local dqs = nq % 32 == 0 and 2 * qk * bm * F32 or 2 * nc * F32   -- dQ staging slabs (or one float each)

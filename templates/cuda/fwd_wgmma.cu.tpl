@@ -39,8 +39,6 @@ static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
  * warpgroups still issue S(j) with P^(j-1)V(j-1) and overlap each other freely. */
 constexpr bool PERSIST = DV / 2 + BN / 2 + BN / 8 <= 200;
 constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
-/* EXPERIMENT: the row sum l on the tensor cores (P^ times a ones column, m64n8k32 in the PV group) */
-constexpr bool L_MMA = !SPLIT && DV <= 128;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
@@ -48,7 +46,6 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   uint8_t q[QCH][BM * FA8_CHUNK];
   uint8_t k[STAGES][QCH][BN * FA8_CHUNK];
   uint8_t vt[STAGES][VCH][DV * FA8_CHUNK];
-  uint8_t ones[L_MMA ? 512 : 16];   /* 8 x 64 bytes of the code of 1.0 (B of the row-sum wgmma) */
   /* the stage's K and V scales and the V-scale ratio to the query tile's previous key tile (O's rescale; 1 / V's
    * scale at its first), written by the producer before its arrive; [3] pads to 16 bytes */
   float kvs[STAGES][4];
@@ -79,14 +76,6 @@ __device__ __forceinline__ void wgmma_pv(float (&d)[DV / 2], const uint32_t (&a)
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
                "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.e4m3.$(ty) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
                : $(dops(DV))
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
-}
-
-/* l (64 x 8, every column the row sum) (+)= P^ (registers) ones (smem), one k-step of 32 keys */
-__device__ __forceinline__ void wgmma_l(float (&d)[4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %9, 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.$(ty) {%0, %1, %2, %3}, {%4, %5, %6, %7}, %8, p, 1, 1;\n}\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
@@ -154,7 +143,7 @@ struct Consumer {
   int cw, h, b, kh, diag, m0, lane, t;
   int row[2];
   float qs[2], m[2], l[2], f_prev, cl2e;
-  float acc[DV / 2], sacc[BN / 2], lt[4];
+  float acc[DV / 2], sacc[BN / 2];
   uint32_t pa[BN / 32][4], ra[BN / 32][4];   /* P^, and R^ (split) as A fragments */
 
   __device__ __forceinline__ Consumer(const fa8_fwd_args &a_, Smem &s_, int cw_, int m0_, int h_, int b_, int kh_, int diag_)
@@ -173,7 +162,6 @@ struct Consumer {
     }
 #pragma unroll
     for (int i = 0; i < DV / 2; ++i) acc[i] = 0.0f;
-    for (int i = 0; i < 4; ++i) lt[i] = 0.0f;
     f_prev = 1.0f;
   }
 
@@ -189,19 +177,12 @@ struct Consumer {
   }
   /* d (+)= A V^ for the key tile in stage st (asynchronous): into O (d = acc, adding), or into a fresh
    * accumulator (fresh: the first k-step overwrites d) */
-  __device__ __forceinline__ void pv_issue(float (&d)[DV / 2], const uint32_t (&af)[BN / 32][4], int st, bool fresh, bool with_l = false) {
+  __device__ __forceinline__ void pv_issue(float (&d)[DV / 2], const uint32_t (&af)[BN / 32][4], int st, bool fresh) {
     fa8_wgmma_fence();
     const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][0]);
 #pragma unroll
     for (int k = 0; k < BN / 32; ++k)
       wgmma_pv(d, af[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), !fresh || k > 0);
-    if constexpr (L_MMA) {
-      if (with_l) {
-        const uint32_t olo = fa8_wgmma_desc_lo(&s.ones[0]);
-#pragma unroll
-        for (int k = 0; k < BN / 32; ++k) wgmma_l(lt, af[k], fa8_wgmma_desc_at(olo, (k % 2) * 32), k > 0);
-      }
-    }
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
@@ -263,20 +244,18 @@ struct Consumer {
       for (int i = 0; i < BN / 2; ++i) {
         const int r = (i >> 1) & 1;
         const float p = fa8_exp2_ftz(fmaf(sacc[i], mul[r], bias[r]));
-        if constexpr (!L_MMA) lp[r][(i >> 2) & 1] += p;
+        lp[r][(i >> 2) & 1] += p;
         sacc[i] = p;
       }
-      if constexpr (!L_MMA) {
 #pragma unroll
-        for (int r = 0; r < 2; ++r) l[r] += lp[r][0] + lp[r][1];
-      }
+      for (int r = 0; r < 2; ++r) l[r] += lp[r][0] + lp[r][1];
     } else {
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const int r = (i >> 1) & 1;
         /* a masked logit is -inf: 0 without the FFMA (-inf x 0 would be NaN for an all-zero Q block's scale) */
         const float p = m[r] == -INFINITY || sacc[i] == -INFINITY ? 0.0f : fa8_exp2_ftz(fmaf(sacc[i], mul[r], bias[r]));
-        if constexpr (!L_MMA) l[r] += p;
+        l[r] += p;
         sacc[i] = p;
       }
     }
@@ -480,7 +459,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       /* the PV part of a GEMM phase for the tile in stage sp (asynchronous; joined by pv_join) */
       auto pv_issue_all = [&](int sp) {
         if constexpr (PV_FRESH) c.pv_issue(tp, c.pa, sp, true);
-        else c.pv_issue(c.acc, c.pa, sp, false, true);
+        else c.pv_issue(c.acc, c.pa, sp, false);
         if constexpr (SPLIT && !RV_SOLO) c.pv_issue(tr, c.ra, sp, true);
       };
       /* after the GEMM phase's wait: fresh products join O in FP32; rs: the rescale the previous softmax left
@@ -492,11 +471,6 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
           for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(c.acc[i], rs[(i >> 1) & 1], tp[i]);
         } else {
           fa8_fence_regs(c.acc);
-          if constexpr (L_MMA) {
-            fa8_fence_regs(c.lt);
-            c.l[0] += c.lt[0];
-            c.l[1] += c.lt[2];
-          }
         }
         if constexpr (SPLIT && !RV_SOLO) {
           fa8_fence_regs(tr);
@@ -574,7 +548,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
   const float f_prev = c.f_prev;
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
-    const float lsum = L_MMA ? l[r] : fa8_quad_sum(l[r]);   /* the wgmma's columns are the whole row's sum */
+    const float lsum = fa8_quad_sum(l[r]);
     if (row[r] >= a.Sq) continue;
     const float scale = lsum > 0.0f ? f_prev / lsum : 0.0f;   /* no visible key: O = 0, LSE = -inf */
     uint16_t *o = (uint16_t *)a.o.ptr + (int64_t)b * a.o.sb + (int64_t)row[r] * a.o.ss + (int64_t)h * a.o.sh;
@@ -654,10 +628,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
       }
     }
     fa8_mbar_fence_init();
-  }
-  if constexpr (L_MMA) {
-    if (threadIdx.x < 128) reinterpret_cast<uint32_t *>(s.ones)[threadIdx.x] = FMT == FA8_FMT_E5M2 ? 0x3C3C3C3Cu : 0x38383838u;
-    fa8_fence_async_smem();   /* generic writes, read by the wgmmas (async proxy) */
   }
   __syncthreads();
   /* persistent: the sequence's length and this CTA's positions in it */
