@@ -528,10 +528,21 @@ static void *padded_rows_on_gpu(const void *host, int elem, int64_t B, int64_t S
   return g;
 }
 
+/* The padded device rows of padded_rows_on_gpu (elem bytes each) back into a contiguous host array. */
+static void unpad_rows_from_gpu(void *host, const void *g, int elem, int64_t B, int64_t S, int64_t HD) {
+  const int64_t row = HD + PAD_ELEMS;
+  unsigned char *buf = malloc((size_t)(B * S * row * elem));
+  cr_assert(buf && h_gpu_get(buf, g, (size_t)(B * S * row * elem)) == 0, "copy back failed");
+  for (int64_t r = 0; r < B * S; ++r) memcpy((unsigned char *)host + (size_t)(r * HD * elem), buf + (size_t)(r * row * elem), (size_t)(HD * elem));
+  free(buf);
+}
+
 /* The row-dot delta (stale, dohat, split) takes its vector pass only where every row of O (O_rem, dO) is 16-byte
  * aligned; other layouts take the scalar pass. The suite's tensors are contiguous, so this reruns the backward on
  * padded copies of the same outputs: delta must agree with the vector pass's to FP32 summation order, and the
- * gradients with it (a wrong stride or row in the scalar pass is an O(1) difference). */
+ * gradients with it (a wrong stride or row in the scalar pass is an O(1) difference). dQ goes to padded rows
+ * filled with NaN first: rows that are not one contiguous block are zeroed by a kernel, not a memset, and dQ
+ * is added without the 16-byte TMA reduce. */
 Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
   require_gpu();
   const geom *g = NULL;
@@ -543,6 +554,10 @@ Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
   d.cfg.stats_off = 1;   /* the timed kernels */
   const fa8_delta_mode modes[] = { FA8_DELTA_STALE, FA8_DELTA_DOHAT, FA8_DELTA_SPLIT };
   const int64_t B = d.cfg.p.batch, Sq = d.cfg.p.seqlen_q, HD = (int64_t)d.cfg.p.heads * d.cfg.p.hdim_v;
+  const int64_t HQ = (int64_t)d.cfg.p.heads * d.cfg.p.hdim_qk;
+  void *nan = malloc((size_t)d.nq * 4);
+  cr_assert(nan, "out of memory");
+  memset(nan, 0xFF, (size_t)d.nq * 4);
   float *keep[4] = { malloc((size_t)d.nrow * 4), malloc((size_t)d.nq * 4), malloc((size_t)d.nk * 4), malloc((size_t)d.nv * 4) };
   cr_assert(keep[0] && keep[1] && keep[2] && keep[3], "out of memory");
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m) {
@@ -559,13 +574,16 @@ Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
     void *po = padded_rows_on_gpu(d.o, 2, B, Sq, HD, &bt.o);
     void *pr = padded_rows_on_gpu(d.orem, 2, B, Sq, HD, &bt.o_rem);
     void *pd = padded_rows_on_gpu(d.dout, 4, B, Sq, HD, &bt.dout);
+    void *pq = padded_rows_on_gpu(nan, 4, B, Sq, HQ, &bt.dq);
     const fa8_status st = fa8_backward(&p, &bt, d.g.ws, d.ws_bytes, NULL);
     cr_assert_eq(st, FA8_OK, "%s %s: backward on padded rows: %s", g->name, h_delta_name(mode), fa8_last_error());
-    cr_assert(h_gpu_get(d.delta, d.g.delta, (size_t)d.nrow * 4) == 0 && h_gpu_get(d.dq, d.g.dq, (size_t)d.nq * 4) == 0 &&
-              h_gpu_get(d.dk, d.g.dk, (size_t)d.nk * 4) == 0 && h_gpu_get(d.dv, d.g.dv, (size_t)d.nv * 4) == 0, "copy back failed");
+    cr_assert(h_gpu_get(d.delta, d.g.delta, (size_t)d.nrow * 4) == 0 && h_gpu_get(d.dk, d.g.dk, (size_t)d.nk * 4) == 0 &&
+              h_gpu_get(d.dv, d.g.dv, (size_t)d.nv * 4) == 0, "copy back failed");
+    unpad_rows_from_gpu(d.dq, pq, 4, B, Sq, HQ);
     h_gpu_free(po);
     h_gpu_free(pr);
     h_gpu_free(pd);
+    h_gpu_free(pq);
     const double ed = rel(d.delta, keep[0], d.nrow), eq = rel(d.dq, keep[1], d.nq), ek = rel(d.dk, keep[2], d.nk);
     const double ev = rel(d.dv, keep[3], d.nv);
     fprintf(stderr, "[gpu-padded] %-30s %-7s scalar vs vector pass: delta %.1e dQ %.1e dK %.1e dV %.1e\n", g->name,
@@ -578,6 +596,7 @@ Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
     cr_expect_leq(ev, 1e-3, "%s %s: dV on padded rows differs by %.2e", g->name, h_delta_name(mode), ev);
   }
   for (int i = 0; i < 4; ++i) free(keep[i]);
+  free(nan);
   h_free(&d);
 }
 

@@ -247,7 +247,7 @@ __global__ void __launch_bounds__(WARPS * 32) bwd_kernel(const fa8_bwd_args a) {
 extern "C" int $(name)_launch(const void *args, void *stream) {
   const fa8_bwd_args *a = (const fa8_bwd_args *)args;
   cudaStream_t st = (cudaStream_t)stream;
-  fa8_zero_rows<><<<256, 256, 0, st>>>(a->dq, a->B, a->Sq, a->H, DQK);
+  if (const int e = fa8_zero_rows<DQK>(a->dq, a->B, a->Sq, a->H, st)) return e;
   const size_t smem = sizeof(Smem);
   cudaError_t e = cudaFuncSetAttribute(bwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (e != cudaSuccess) return (int)e;

@@ -367,7 +367,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   prm.group = a.H / a.Hkv;
   cudaStream_t st = (cudaStream_t)stream;
   if (const int e = fa8_bwd_maps_init(prm.m, a, DQK, DV, BM, BN, true)) return e;
-  fa8_zero_rows<><<<256, 256, 0, st>>>(a.dq, a.B, a.Sq, a.H, DQK);
+  if (const int e = fa8_zero_rows<DQK>(a.dq, a.B, a.Sq, a.H, st)) return e;
   const size_t smem = sizeof(Smem) + 1024;
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);

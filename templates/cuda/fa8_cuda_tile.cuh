@@ -167,15 +167,28 @@ __device__ __forceinline__ float fa8_quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-/* dQ is accumulated with atomics by every backward: zero it first (any strides). A template, so that only the
- * backwards that launch it compile it; static: one copy per instance object. */
-template <int = 0>
-static __global__ void fa8_zero_rows(fa8_ten dq, int B, int S, int H, int D) {
-  const int64_t n = (int64_t)B * S * H * D;
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t d = i % D, h = (i / D) % H, s = (i / D / H) % S, b = i / D / H / S;
-    ((float *)dq.ptr)[b * dq.sb + s * dq.ss + h * dq.sh + d] = 0.0f;
+/* dQ is accumulated with atomics (or TMA reduces) by every backward: zero it first. The usual layout (a contiguous
+ * [B, S, H, D] block) takes one memset, at the copy engine's write rate; other strides a kernel with a warp per row.
+ * The element-wise kernel this replaced spent three 64-bit divisions (~100 instructions) on every float. Templates,
+ * so that only the backwards that launch them compile them; static: one copy per instance object. */
+template <int D>
+static __global__ void fa8_zero_rows_kernel(fa8_ten dq, int S, int H, int64_t rows) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+  for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+    const int64_t h = r % H, s = (r / H) % S, b = r / H / S;
+    float *row = (float *)dq.ptr + b * dq.sb + s * dq.ss + h * dq.sh;
+    for (int d = lane; d < D; d += 32) row[d] = 0.0f;
   }
+}
+template <int D>
+static inline int fa8_zero_rows(const fa8_ten &dq, int B, int S, int H, cudaStream_t st) {
+  const int64_t rows = (int64_t)B * S * H;
+  if (rows == 0) return 0;
+  if (dq.sh == D && dq.ss == (int64_t)H * D && (B == 1 || dq.sb == (int64_t)S * H * D))
+    return (int)cudaMemsetAsync(dq.ptr, 0, (size_t)rows * D * sizeof(float), st);
+  fa8_zero_rows_kernel<D><<<(unsigned)(rows < 2048 ? (rows + 7) / 8 : 256), 256, 0, st>>>(dq, S, H, rows);
+  return (int)cudaGetLastError();
 }
 
 #define FA8_CUDA_CHECK_LAUNCH() (cudaGetLastError() == cudaSuccess ? 0 : -1)
