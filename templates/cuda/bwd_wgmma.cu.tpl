@@ -52,7 +52,8 @@ constexpr unsigned KV_BYTES = BN * DQK + BN * DV + DQK * BN, Q_BYTES = BM * DQK 
 
 struct Params {
   fa8_bwd_args a;
-  fa8_bwd_maps m;   /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
+  fa8_bwd_maps m;        /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
+  fa8_bwd_split split;   /* non-causal: the last wave's key tiles split over query chunks (fa8_cuda_sm90_bwd_io.cuh) */
 };
 
 /* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
@@ -172,7 +173,7 @@ __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM 
  * addresses formed once, and a thread's column pair (2t, 2t+1) of each 8-column chunk in one 8-byte store where
  * the layout keeps pairs aligned (per-element 64-bit index math made the scalar version ~26 instructions a
  * store: 5 % of the stall samples at S=4K) */
-template <int D>
+template <int D, bool ADD = false>
 __device__ __forceinline__ void store_key_rows(const fa8_ten &t, const float (&x)[D / 2], float f, int key0, int kh, int b, int Sk) {
   float *r0 = (float *)t.ptr + (int64_t)b * t.sb + (int64_t)kh * t.sh + (int64_t)key0 * t.ss;
   float *rows[2] = { r0, r0 + 8 * t.ss };
@@ -182,8 +183,14 @@ __device__ __forceinline__ void store_key_rows(const fa8_ten &t, const float (&x
   for (int i = 0; i < D / 2; i += 2) {
     const int r = (i >> 1) & 1, col = fa8_acc_col(i);
     if (!ok[r]) continue;
-    if (pairs) *reinterpret_cast<float2 *>(rows[r] + col) = make_float2(x[i] * f, x[i + 1] * f);
-    else rows[r][col] = x[i] * f, rows[r][col + 1] = x[i + 1] * f;
+    if (ADD) {   /* a chunk of a split key tile (fa8_bwd_split): sm_90 adds a pair in one RED */
+      if (pairs) atomicAdd(reinterpret_cast<float2 *>(rows[r] + col), make_float2(x[i] * f, x[i + 1] * f));
+      else atomicAdd(rows[r] + col, x[i] * f), atomicAdd(rows[r] + col + 1, x[i + 1] * f);
+    } else if (pairs) {
+      *reinterpret_cast<float2 *>(rows[r] + col) = make_float2(x[i] * f, x[i + 1] * f);
+    } else {
+      rows[r][col] = x[i] * f, rows[r][col + 1] = x[i + 1] * f;
+    }
   }
 }
 
@@ -193,11 +200,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const fa8_bwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
-  int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
+  int n0, kh, b;
   if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
     int rank;
     fa8_lpt_tile(rank, kh, b);
     n0 = rank * BN;
+  } else {        /* a 1-D grid, key tile fastest; its last CTAs may be chunks of split key tiles */
+    int chunk;
+    const int lin = fa8_bwd_split_tile(prm.split, chunk), nkt = (a.Sk + BN - 1) / BN;
+    n0 = (lin % nkt) * BN;
+    kh = (lin / nkt) % a.Hkv;
+    b = lin / nkt / a.Hkv;
   }
   const int group = a.H / a.Hkv, diag = a.Sk - a.Sq;
   const int m_first = CAUSAL ? (max(0, n0 - diag) / BM) * BM : 0;
@@ -205,6 +218,13 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   auto query_tiles = [&]() {
     const int sq = fa8_after_fork(a.Sq);
     return sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
+  };
+  /* the part [lo, hi) of the (query head, query tile) sequence this CTA runs: all of it but in a split key tile's
+   * chunk (fa8_bwd_split); formed inside each role, like query_tiles */
+  auto seq_range = [&](int total, int &lo, int &hi) {
+    int chunk;
+    fa8_bwd_split_tile(prm.split, chunk);
+    fa8_bwd_split_range(prm.split, fa8_after_fork(chunk), total, lo, hi);
   };
   const int wg = threadIdx.x / 128;
 
@@ -227,7 +247,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     /* warp-uniform: a per-thread test here made ptxas spill in the 24-register TMA thread (the forward's twin) */
     if (__shfl_sync(0xffffffffu, warp, 0) >= 2) {
-      permute_t(s, group * query_tiles(), threadIdx.x - 64);
+      int lo, hi;
+      seq_range(group * query_tiles(), lo, hi);
+      permute_t(s, hi - lo, threadIdx.x - 64);
       return;
     }
     if (threadIdx.x == 0) {
@@ -238,32 +260,37 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
     if (threadIdx.x != 0 && warp != 1) return;
     const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, kh, n0), a.softmax_scale * FA8_LOG2E);
-    int it = 0;
-    for (int h = kh * group; h < (kh + 1) * group; ++h)
-      for (int mt = 0, ntiles = query_tiles(); mt < ntiles; ++mt, ++it) {
-        const int st = it % STAGES, m0 = m_first + mt * BM;
-        if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
-        if (threadIdx.x == 0) {
-          fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
-          for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.m.tq, &s.full[st], c * FA8_CHUNK, m0, h, b);
-          for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.m.tdo, &s.full[st], c * FA8_CHUNK, m0, h, b);
-          fa8_tma_load(s.qt[st], &prm.m.tqt, &s.full[st], m0, 0, h, b);
-          fa8_tma_load(s.dot[st], &prm.m.tdot, &s.full[st], m0, 0, h, b);
-        } else {
-          fa8_qrows &r = s.rows[st];
+    const int ntiles = query_tiles();
+    int lo, hi;
+    seq_range(group * ntiles, lo, hi);
+    for (int it = 0, h = kh * group + (ntiles ? lo / ntiles : 0), mt = ntiles ? lo % ntiles : 0; it < hi - lo; ++it) {
+      const int st = it % STAGES, m0 = m_first + mt * BM;
+      if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
+      if (threadIdx.x == 0) {
+        fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
+        for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.m.tq, &s.full[st], c * FA8_CHUNK, m0, h, b);
+        for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.m.tdo, &s.full[st], c * FA8_CHUNK, m0, h, b);
+        fa8_tma_load(s.qt[st], &prm.m.tqt, &s.full[st], m0, 0, h, b);
+        fa8_tma_load(s.dot[st], &prm.m.tdot, &s.full[st], m0, 0, h, b);
+      } else {
+        fa8_qrows &r = s.rows[st];
 #pragma unroll 1   /* one row at a time: this warp runs in the producer's 24 registers */
-          for (int i = lane; i < BM; i += 32) {
-            const int row = m0 + i;
-            const bool ok = row < a.Sq;
-            r.qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
-            r.dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
-            r.lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
-            r.qk[i] = fa8_logit_factor(r.qs[i], kc);
-            r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
-          }
-          fa8_mbar_arrive(&s.full[st]);
+        for (int i = lane; i < BM; i += 32) {
+          const int row = m0 + i;
+          const bool ok = row < a.Sq;
+          r.qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
+          r.dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
+          r.lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
+          r.qk[i] = fa8_logit_factor(r.qs[i], kc);
+          r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
         }
+        fa8_mbar_arrive(&s.full[st]);
       }
+      if (++mt == ntiles) {
+        mt = 0;
+        ++h;
+      }
+    }
     return;
   }
 
@@ -298,12 +325,15 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
     fa8_wgmma_commit();
   };
-  const int ntiles = query_tiles(), total = group * ntiles;
+  const int ntiles = query_tiles();
+  int lo, hi;
+  seq_range(group * ntiles, lo, hi);
+  const int total = hi - lo;
   /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
   int pend_h = 0, pend_m0 = 0;
   if (total > 0) s_issue(0);
-  for (int it = 0, h = kh * group, mt = 0; it < total; ++it) {
+  for (int it = 0, h = kh * group + (ntiles ? lo / ntiles : 0), mt = ntiles ? lo % ntiles : 0; it < total; ++it) {
     const int st = it % STAGES, m0 = m_first + mt * BM;
     const fa8_qrows &r = s.rows[st];
     fa8_wgmma_fence();
@@ -432,9 +462,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
   }
   if (dq_deferred && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
-  /* dK, dV of this warpgroup's keys: this CTA owns them */
-  store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
-  store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+  /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_bwd_split) */
+  if (blockIdx.x < prm.split.first) {
+    store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
+    store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+  } else {
+    store_key_rows<DQK, true>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
+    store_key_rows<DV, true>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+  }
 }
 }  // namespace
 
@@ -450,7 +485,18 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
-  kernel<<<dim3((a.Sk + BN - 1) / BN, a.Hkv, a.B), WARPS * 32, smem, st>>>(prm);
+  const int nkt = (a.Sk + BN - 1) / BN;
+  if (CAUSAL) {
+    prm.split = { INT_MAX, 1 };
+    kernel<<<dim3(nkt, a.Hkv, a.B), WARPS * 32, smem, st>>>(prm);
+  } else {
+    const int64_t tiles = (int64_t)nkt * a.Hkv * a.B;
+    if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one CTA per key tile, kv head, batch */
+    unsigned grid;
+    if (const int e = fa8_bwd_split_plan(prm.split, tiles, (a.H / a.Hkv) * ((a.Sq + BM - 1) / BM), grid)) return e;
+    if (const int e = fa8_bwd_split_prepare<BN, DQK, DV>(prm.split, a, st)) return e;
+    kernel<<<grid, WARPS * 32, smem, st>>>(prm);
+  }
   return (int)cudaGetLastError();
 }
 
