@@ -53,7 +53,7 @@ constexpr unsigned KV_BYTES = BN * DQK + BN * DV + DQK * BN, Q_BYTES = BM * DQK 
 struct Params {
   fa8_bwd_args a;
   fa8_bwd_maps m;        /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
-  fa8_bwd_split split;   /* non-causal: the last wave's key tiles split over query chunks (fa8_cuda_sm90_bwd_io.cuh) */
+  fa8_tail_split split;  /* non-causal: the last wave's key tiles split over query chunks (fa8_cuda_sm90.cuh) */
 };
 
 /* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
@@ -183,7 +183,7 @@ __device__ __forceinline__ void store_key_rows(const fa8_ten &t, const float (&x
   for (int i = 0; i < D / 2; i += 2) {
     const int r = (i >> 1) & 1, col = fa8_acc_col(i);
     if (!ok[r]) continue;
-    if (ADD) {   /* a chunk of a split key tile (fa8_bwd_split): sm_90 adds a pair in one RED */
+    if (ADD) {   /* a chunk of a split key tile (fa8_tail_split): sm_90 adds a pair in one RED */
       if (pairs) atomicAdd(reinterpret_cast<float2 *>(rows[r] + col), make_float2(x[i] * f, x[i + 1] * f));
       else atomicAdd(rows[r] + col, x[i] * f), atomicAdd(rows[r] + col + 1, x[i + 1] * f);
     } else if (pairs) {
@@ -207,7 +207,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     n0 = rank * BN;
   } else {        /* a 1-D grid, key tile fastest; its last CTAs may be chunks of split key tiles */
     int chunk;
-    const int lin = fa8_bwd_split_tile(prm.split, chunk), nkt = (a.Sk + BN - 1) / BN;
+    const int lin = fa8_tail_split_tile(prm.split, chunk), nkt = (a.Sk + BN - 1) / BN;
     n0 = (lin % nkt) * BN;
     kh = (lin / nkt) % a.Hkv;
     b = lin / nkt / a.Hkv;
@@ -220,11 +220,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     return sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
   };
   /* the part [lo, hi) of the (query head, query tile) sequence this CTA runs: all of it but in a split key tile's
-   * chunk (fa8_bwd_split); formed inside each role, like query_tiles */
+   * chunk (fa8_tail_split); formed inside each role, like query_tiles */
   auto seq_range = [&](int total, int &lo, int &hi) {
     int chunk;
-    fa8_bwd_split_tile(prm.split, chunk);
-    fa8_bwd_split_range(prm.split, fa8_after_fork(chunk), total, lo, hi);
+    fa8_tail_split_tile(prm.split, chunk);
+    fa8_tail_split_range(prm.split, fa8_after_fork(chunk), total, lo, hi);
   };
   const int wg = threadIdx.x / 128;
 
@@ -462,7 +462,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
   }
   if (dq_deferred && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
-  /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_bwd_split) */
+  /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_tail_split) */
   if (blockIdx.x < prm.split.first) {
     store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
     store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
@@ -493,7 +493,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
     const int64_t tiles = (int64_t)nkt * a.Hkv * a.B;
     if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one CTA per key tile, kv head, batch */
     unsigned grid;
-    if (const int e = fa8_bwd_split_plan(prm.split, tiles, (a.H / a.Hkv) * ((a.Sq + BM - 1) / BM), grid)) return e;
+    if (const int e = fa8_tail_split_plan(prm.split, tiles, (a.H / a.Hkv) * ((a.Sq + BM - 1) / BM), grid)) return e;
     if (const int e = fa8_bwd_split_prepare<BN, DQK, DV>(prm.split, a, st)) return e;
     kernel<<<grid, WARPS * 32, smem, st>>>(prm);
   }

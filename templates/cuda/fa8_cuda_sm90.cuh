@@ -9,6 +9,7 @@
 #define FA8_CUDA_SM90_CUH
 
 #include <cuda.h>
+#include <limits.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include "fa8_cuda_tile.cuh"
@@ -83,6 +84,52 @@ __device__ __forceinline__ void fa8_tma_load(void *dst, const CUtensorMap *map, 
 }
 __device__ __forceinline__ void fa8_tma_prefetch_desc(const CUtensorMap *map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"((uint64_t)map) : "memory");
+}
+
+/* ---- the last wave of a non-causal grid ----
+ * Non-causal grids launch one CTA per tile (the backward: key tile, kv head, batch; the matched prep: query tiles,
+ * head, batch), all with the same work. Where the last wave would run r <= SMs / 2 of them while the other SMs
+ * idle, those r tiles are split along their sequence (the backward's (query head, query tile) items, the prep's key
+ * tiles) into `chunks` CTAs each (r x chunks <= SMs); the kernel joins their partial sums. B x H = 64, S = 8K,
+ * 128-row tiles: 4096 CTAs on 132 SMs are 31 full waves and 4 CTAs, 3 % of the time, which become 4 x 33 chunks.
+ * Causal grids run longest first (fa8_lpt_tile): their last CTAs are the short ones, so they are never split. */
+struct fa8_tail_split {
+  int first;    /* CTAs from this linear index on are chunks of the tiles first, first + 1, ... */
+  int chunks;   /* chunks per split tile (1: none) */
+};
+/* the plan for `tiles` CTAs of `seq` sequence items each; grid: the CTAs to launch (1-D, in the order of the
+ * unsplit grid: its x fastest). Needs no split where the device's SM count is unknown. */
+static inline int fa8_tail_split_plan(fa8_tail_split &sp, int64_t tiles, int seq, unsigned &grid) {
+  sp.first = tiles < INT_MAX ? (int)tiles : INT_MAX;
+  sp.chunks = 1;
+  grid = (unsigned)tiles;
+  int dev = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return (int)e;
+  const int64_t r = sms > 0 ? tiles % sms : 0;
+  if (tiles <= sms || r == 0) return 0;
+  const int64_t chunks = sms / r < seq ? sms / r : seq;
+  if (chunks < 2) return 0;
+  sp.first = (int)(tiles - r);
+  sp.chunks = (int)chunks;
+  grid = (unsigned)(tiles - r + r * chunks);
+  return 0;
+}
+/* this CTA's tile (its linear index in the unsplit grid) and its chunk (-1: the whole sequence) */
+__device__ __forceinline__ int fa8_tail_split_tile(const fa8_tail_split &sp, int &chunk) {
+  int lin = blockIdx.x;
+  chunk = -1;
+  if (lin >= sp.first) {
+    chunk = (lin - sp.first) % sp.chunks;
+    lin = sp.first + (lin - sp.first) / sp.chunks;
+  }
+  return lin;
+}
+/* the items [lo, hi) of a sequence of `total` that chunk takes (chunk -1: all) */
+__device__ __forceinline__ void fa8_tail_split_range(const fa8_tail_split &sp, int chunk, int total, int &lo, int &hi) {
+  lo = chunk < 0 ? 0 : (int)((int64_t)total * chunk / sp.chunks);
+  hi = chunk < 0 ? total : (int)((int64_t)total * (chunk + 1) / sp.chunks);
 }
 
 /* ---- wgmma ---- */

@@ -5,7 +5,6 @@
 #ifndef FA8_CUDA_SM90_BWD_IO_CUH
 #define FA8_CUDA_SM90_BWD_IO_CUH
 
-#include <limits.h>
 #include "fa8_cuda_sm90_bwd.cuh"
 
 /* dQ += a 64 x NQ fragment (already scaled by fq) at columns col0.., rows m0.., with the widest atomics the dQ
@@ -125,52 +124,9 @@ static inline int fa8_bwd_maps_init(fa8_bwd_maps &m, const fa8_bwd_args &a, int 
   return 0;
 }
 
-/* ---- the last wave of a non-causal grid ----
- * A non-causal backward launches one CTA per (key tile, kv head, batch), all with the same work. Where the last wave
- * would run r <= SMs / 2 of them while the other SMs idle, those r key tiles are split along their (query head,
- * query tile) sequence into `chunks` CTAs each (r x chunks <= SMs), which add their dK/dV partial sums with FP32
- * atomics into rows zeroed first (fa8_zero_split_tiles): like dQ's, their summation order is then not fixed. B x H
- * = 64, S = 8K, 128-key tiles: 4096 CTAs on 132 SMs are 31 full waves and 4 CTAs, 3 % of the time, which becomes
- * 4 x 33 chunks of ~4 query tiles. Causal grids run longest first (fa8_lpt_tile): their last CTAs are the short
- * ones, so they are never split. */
-struct fa8_bwd_split {
-  int first;    /* CTAs from this linear index on are chunks of the key tiles first, first + 1, ... */
-  int chunks;   /* chunks per split key tile (1: none) */
-};
-/* the plan for `tiles` CTAs of `seq` sequence items each; grid: the CTAs to launch (1-D, key tile fastest, then kv
- * head, then batch) */
-static inline int fa8_bwd_split_plan(fa8_bwd_split &sp, int64_t tiles, int seq, unsigned &grid) {
-  sp.first = (int)tiles;
-  sp.chunks = 1;
-  grid = (unsigned)tiles;
-  int dev = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&dev);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
-  if (e != cudaSuccess) return (int)e;
-  const int64_t r = sms > 0 ? tiles % sms : 0;
-  if (tiles <= sms || r == 0) return 0;
-  const int64_t chunks = sms / r < seq ? sms / r : seq;
-  if (chunks < 2) return 0;
-  sp.first = (int)(tiles - r);
-  sp.chunks = (int)chunks;
-  grid = (unsigned)(tiles - r + r * chunks);
-  return 0;
-}
-/* this CTA's key tile (its linear index among the unsplit grid's) and its chunk (-1: the whole sequence) */
-__device__ __forceinline__ int fa8_bwd_split_tile(const fa8_bwd_split &sp, int &chunk) {
-  int lin = blockIdx.x;
-  chunk = -1;
-  if (lin >= sp.first) {
-    chunk = (lin - sp.first) % sp.chunks;
-    lin = sp.first + (lin - sp.first) / sp.chunks;
-  }
-  return lin;
-}
-/* the items [lo, hi) of a sequence of `total` that chunk takes (chunk -1: all) */
-__device__ __forceinline__ void fa8_bwd_split_range(const fa8_bwd_split &sp, int chunk, int total, int &lo, int &hi) {
-  lo = chunk < 0 ? 0 : (int)((int64_t)total * chunk / sp.chunks);
-  hi = chunk < 0 ? total : (int)((int64_t)total * (chunk + 1) / sp.chunks);
-}
+/* ---- the last wave of a non-causal grid (fa8_tail_split, fa8_cuda_sm90.cuh) ----
+ * The chunks of a split key tile add their dK/dV partial sums with FP32 atomics into rows zeroed first
+ * (fa8_zero_split_tiles): like dQ's, their summation order is then not fixed. */
 /* zeroes the dK and dV rows of the split key tiles (one block per tile), before the chunks add to them */
 template <int BN, int DK, int DV>
 static __global__ void fa8_zero_split_tiles(fa8_ten dk, fa8_ten dv, int first, int nkt, int Hkv, int Sk) {
@@ -184,7 +140,7 @@ static __global__ void fa8_zero_split_tiles(fa8_ten dk, fa8_ten dv, int first, i
 }
 /* the plan's launches: zero the split tiles' dK/dV rows (stream-ordered before the backward) */
 template <int BN, int DK, int DV>
-static inline int fa8_bwd_split_prepare(const fa8_bwd_split &sp, const fa8_bwd_args &a, cudaStream_t st) {
+static inline int fa8_bwd_split_prepare(const fa8_tail_split &sp, const fa8_bwd_args &a, cudaStream_t st) {
   const int nkt = (a.Sk + BN - 1) / BN, n = nkt * a.Hkv * a.B - sp.first;
   if (sp.chunks < 2 || n <= 0) return 0;
   fa8_zero_split_tiles<BN, DK, DV><<<n, 256, 0, st>>>(a.dk, a.dv, sp.first, nkt, a.Hkv, a.Sk);
