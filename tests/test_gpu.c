@@ -477,15 +477,13 @@ Test(gpu, against_cpu, .timeout = 1200) {
   for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_geom(&GEOMS[i], 1000 + i);
 }
 
-/* Non-causal Hopper grids split the tiles of a last wave that would hold at most half the SMs into chunks
- * (fa8_tail_split, templates/cuda/fa8_cuda_sm90.cuh): the backward's key tiles over (query head, query tile) items,
- * their chunks adding dK/dV with atomics; the matched prep's query tiles over key tiles, the last chunk joining the
- * partial sums. A geometry sized from this device's SM count makes both split: S = 512 is 4 key tiles of 128 per kv
- * head, and Hkv = SMs / 4 + 1 kv heads give the backward SMs + 4 - SMs % 4 CTAs, a last wave of 1-4; H = 2 Hkv
- * gives the prep (128 queries a CTA) 8 Hkv CTAs, a last wave of 8 - 2 (SMs % 4), 4 chunks of one key tile each.
- * The backward's 16-item sequences split into chunks that cross a head. Held to the CPU twin and FP64 like every
- * geometry (run_geom, matched: its pre-cast row sums test the prep's delta); a chunk that skipped or doubled its
- * items is an O(1) error. */
+/* The non-causal Hopper backward splits the key tiles of a last wave that would hold at most half the SMs into
+ * chunks over their (query head, query tile) items, which add dK/dV with atomics (fa8_tail_split,
+ * templates/cuda/fa8_cuda_sm90.cuh). A geometry sized from this device's SM count makes it so: S = 512 is 4 key
+ * tiles of 128 per kv head, and Hkv = SMs / 4 + 1 kv heads give SMs + 4 - SMs % 4 CTAs, a last wave of 1-4. Two
+ * query heads per kv head, 8 query tiles each: the 16-item sequences split into chunks that cross a head. Held to
+ * the CPU twin and FP64 like every geometry (run_geom); a chunk that skipped or doubled its items is an O(1) error
+ * in dK/dV. */
 Test(gpu, backward_last_wave_split, .timeout = 600) {
   require_gpu();
   fa8_problem p;
@@ -496,10 +494,8 @@ Test(gpu, backward_last_wave_split, .timeout = 600) {
   cr_assert_eq(fa8_device_info(&p, &target, &sms, &name), FA8_OK, "%s", fa8_last_error());
   cr_assert_gt(sms, 0, "%s reports %d SMs", name, (int)sms);
   const int hkv = sms / 4 + 1, tiles = 4 * hkv, last = tiles % sms;
-  const int prep = 8 * hkv, prep_last = prep % sms;
-  fprintf(stderr, "[gpu-split] %s: %d SMs; backward %d CTAs, last wave %d (%d chunks each); prep %d CTAs, last wave %d "
-          "(%d chunks each)\n", name, (int)sms, tiles, last, sms / last < 16 ? sms / last : 16, prep, prep_last,
-          prep_last && sms / prep_last < 4 ? sms / prep_last : 4);
+  fprintf(stderr, "[gpu-split] %s: %d SMs, %d CTAs, last wave %d (split into %d chunks each)\n", name, (int)sms, tiles,
+          last, sms / last < 16 ? sms / last : 16);
   cr_assert(tiles > sms && last > 0 && sms / last >= 2, "the geometry does not split on %d SMs", (int)sms);
   const int hd = small_hdim();
   const geom g = { "last-wave split", 1, 2 * hkv, hkv, 512, 512, hd, hd, 0, FA8_FMT_E4M3, 0, 0 };

@@ -58,12 +58,6 @@ constexpr unsigned KV_BYTES = BN * DQK + BN * DV, Q_BYTES = QT * (BM * DQK + BM 
 struct Params {
   fa8_delta_args a;
   CUtensorMap tq, tdo, tk, tv;
-  /* non-causal: the last wave's query tiles split over key-tile chunks (fa8_tail_split). A chunk writes its rows'
-   * partial sums (numerator, P row sum) to part[(tile x chunks + chunk)][2][QT x BM]; the chunk that finishes
-   * last (count[tile], zeroed before the launch) adds them in chunk order and writes delta: deterministic */
-  fa8_tail_split split;
-  float *part;
-  int *count;
 };
 
 /* acc += P dP^ / dos, psum += P over this thread's elements of a recomputed 64 x QW tile (per query column j);
@@ -100,29 +94,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   const fa8_delta_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
-  int m0, h, b;
+  int m0 = blockIdx.x * (QT * BM), h = blockIdx.y, b = blockIdx.z;
   if (CAUSAL) {   /* the longest query tiles (the last queries) first, over chunks of heads */
     int rank;
     fa8_lpt_tile(rank, h, b);
     m0 = (gridDim.x - 1 - rank) * (QT * BM);
-  } else {        /* a 1-D grid, query tiles fastest; its last CTAs may be chunks of split tiles */
-    int chunk;
-    const int lin = fa8_tail_split_tile(prm.split, chunk), nqt = (a.Sq + QT * BM - 1) / (QT * BM);
-    m0 = (lin % nqt) * (QT * BM);
-    h = (lin / nqt) % a.H;
-    b = lin / nqt / a.H;
   }
   const int kh = h / (a.H / a.Hkv), diag = a.Sk - a.Sq;
   const int last_row = min(m0 + QT * BM, a.Sq) - 1;
   /* key tiles, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d64, once the
    * row-data warp batched its loads) */
   auto key_tiles = [&]() { return (fa8_key_end(last_row, fa8_after_fork(a.Sk), diag, CAUSAL) + BN - 1) / BN; };
-  /* the key tiles [lo, hi) this CTA runs: all of them but in a chunk of a split tile (fa8_tail_split) */
-  auto key_range = [&](int &lo, int &hi) {
-    int chunk;
-    fa8_tail_split_tile(prm.split, chunk);
-    fa8_tail_split_range(prm.split, fa8_after_fork(chunk), key_tiles(), lo, hi);
-  };
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -140,10 +122,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
 
   if (wg == 0) {   /* producer */
     fa8_regs_release<PRODUCER_REGS>();
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int klo, khi;
-    key_range(klo, khi);
-    const int ntiles = khi - klo;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, ntiles = key_tiles();
     if (warp == 1) {
       for (int j = lane; j < QT * BM; j += 32) {
         const int row = m0 + j, t = j / BM, i = j % BM;
@@ -163,7 +142,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
        * prep's time either way (bench/NOTES.md): the path had slack, and this keeps it so. */
       static_assert(BN % 32 == 0, "the row-data warp's lanes take BN / 32 keys each");
       for (int it = 0; it < ntiles; ++it) {
-        const int st = it % STAGES, n0 = (klo + it) * BN;
+        const int st = it % STAGES, n0 = it * BN;
         float vsc[BN / 32];
 #pragma unroll
         for (int u = 0; u < BN / 32; ++u) {
@@ -185,7 +164,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
         for (int c = 0; c < VCH; ++c) fa8_tma_load(&s.dout[c][t * BM * FA8_CHUNK], &prm.tdo, &s.q_full, c * FA8_CHUNK, m0 + t * BM, h, b);
       }
       for (int it = 0; it < ntiles; ++it) {
-        const int st = it % STAGES, n0 = (klo + it) * BN;
+        const int st = it % STAGES, n0 = it * BN;
         if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
         fa8_mbar_expect_tx(&s.full[st], KV_BYTES);
         for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[st][c], &prm.tk, &s.full[st], c * FA8_CHUNK, n0, kh, b);
@@ -200,9 +179,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   const float cl2e = a.softmax_scale * FA8_LOG2E;
   const int key0 = cw * KOFF + warp * 16 + (lane >> 2);   /* this thread's first key within a tile */
   const int q0 = QSPLIT ? cw * QW : 0;                     /* this warpgroup's first query column */
-  int klo, khi;
-  key_range(klo, khi);
-  const int ntiles = khi - klo;
+  const int ntiles = key_tiles();
   float acc[QT][QW / 4], psum[QT][QW / 4];   /* this thread's QW / 4 query columns of each query tile */
 #pragma unroll
   for (int t = 0; t < QT; ++t)
@@ -217,7 +194,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   constexpr bool PINGPONG = CONSUMERS == 2;
   if (PINGPONG && cw == 1) fa8_named_arrive(2, 256);   /* warpgroup 0 goes first */
   for (int it = 0; it < ntiles; ++it) {
-    const int st = it % STAGES, n0 = (klo + it) * BN;
+    const int st = it % STAGES, n0 = it * BN;
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
     /* the backward's scales: K's once per key tile (constant over it, runtime-checked), V's per key (0 past Sk),
      * from the stage (the row-data warp) */
@@ -280,9 +257,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
       }
     }
   fa8_named_sync(1, 128 * CONSUMERS);
-  int chunk;
-  const int tile = fa8_tail_split_tile(prm.split, chunk) - prm.split.first;
-  float *part = chunk < 0 ? nullptr : prm.part + (int64_t)(tile * prm.split.chunks + chunk) * 2 * QT * BM;
   for (int ql = threadIdx.x - 128; ql < QT * BM; ql += 128 * CONSUMERS) {
     if (m0 + ql >= a.Sq) break;
     float num = 0.0f, den = 0.0f;
@@ -290,36 +264,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
       num += s.red[0][w][ql];
       den += s.red[1][w][ql];
     }
-    if (part) {   /* a chunk's share, joined below */
-      part[ql] = num;
-      part[QT * BM + ql] = den;
-      continue;
-    }
     /* normalized by the recomputed row sum of P (docs/numerics.md): exact row sums whatever forward saved LSE;
      * the row's dO scale joins here (accumulate) */
-    const float dos = s.rows[ql / BM].dos[ql % BM];
-    a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + m0 + ql] = den > 0.0f ? dos * num / den : 0.0f;
-  }
-  if (!part) return;
-  /* the chunk that finishes last joins the tile's chunks in chunk order (the threadFenceReduction pattern: each
-   * thread's partials are visible device-wide before the count moves; s.red is free again after the barrier) */
-  __threadfence();
-  fa8_named_sync(1, 128 * CONSUMERS);
-  int *last = reinterpret_cast<int *>(&s.red[0][0][0]);
-  if (threadIdx.x == 128) {
-    *last = atomicAdd(&prm.count[tile], 1) == prm.split.chunks - 1;
-  }
-  fa8_named_sync(1, 128 * CONSUMERS);
-  if (!*last) return;
-  __threadfence();
-  const float *p0 = prm.part + (int64_t)tile * prm.split.chunks * 2 * QT * BM;
-  for (int ql = threadIdx.x - 128; ql < QT * BM; ql += 128 * CONSUMERS) {
-    if (m0 + ql >= a.Sq) break;
-    float num = 0.0f, den = 0.0f;
-    for (int c = 0; c < prm.split.chunks; ++c) {
-      num += __ldcg(p0 + c * 2 * QT * BM + ql);
-      den += __ldcg(p0 + c * 2 * QT * BM + QT * BM + ql);
-    }
     const float dos = s.rows[ql / BM].dos[ql % BM];
     a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + m0 + ql] = den > 0.0f ? dos * num / den : 0.0f;
   }
@@ -346,38 +292,8 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   const size_t smem = sizeof(Smem) + 1024;
   cudaError_t ce = cudaFuncSetAttribute(delta_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
-  cudaStream_t st = (cudaStream_t)stream;
-  const int nqt = (a.Sq + QT * BM - 1) / (QT * BM);
-  prm.split = { INT_MAX, 1 };
-  prm.part = nullptr;
-  prm.count = nullptr;
-  if (CAUSAL) {
-    delta_kernel<<<dim3(nqt, a.H, a.B), WARPS * 32, smem, st>>>(prm);
-    return (int)cudaGetLastError();
-  }
-  const int64_t tiles = (int64_t)nqt * a.H * a.B;
-  if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one CTA per query tile pair, head, batch */
-  unsigned grid;
-  if (const int e = fa8_tail_split_plan(prm.split, tiles, (a.Sk + BN - 1) / BN, grid)) return e;
-  void *buf = nullptr;
-  if (prm.split.chunks > 1) {
-    /* the chunks' partial sums and the per-tile counts: stream-ordered scratch (the pool keeps it between calls) */
-    const int64_t n = tiles - prm.split.first;
-    const size_t part_bytes = (size_t)n * prm.split.chunks * 2 * QT * BM * sizeof(float);
-    if (cudaMallocAsync(&buf, part_bytes + (size_t)n * sizeof(int), st) != cudaSuccess) {
-      (void)cudaGetLastError();   /* no pool here: run unsplit */
-      prm.split = { INT_MAX, 1 };
-      grid = (unsigned)tiles;
-    } else {
-      prm.part = (float *)buf;
-      prm.count = (int *)((uint8_t *)buf + part_bytes);
-      if ((ce = cudaMemsetAsync(prm.count, 0, (size_t)n * sizeof(int), st)) != cudaSuccess) return (int)ce;
-    }
-  }
-  delta_kernel<<<grid, WARPS * 32, smem, st>>>(prm);
-  const cudaError_t le = cudaGetLastError();
-  if (buf) (void)cudaFreeAsync(buf, st);
-  return (int)le;
+  delta_kernel<<<dim3((a.Sq + QT * BM - 1) / (QT * BM), a.H, a.B), WARPS * 32, smem, (cudaStream_t)stream>>>(prm);
+  return (int)cudaGetLastError();
 }
 #else
 /* row dot products: one warp per row */

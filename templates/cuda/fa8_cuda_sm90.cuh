@@ -87,12 +87,14 @@ __device__ __forceinline__ void fa8_tma_prefetch_desc(const CUtensorMap *map) {
 }
 
 /* ---- the last wave of a non-causal grid ----
- * Non-causal grids launch one CTA per tile (the backward: key tile, kv head, batch; the matched prep: query tiles,
- * head, batch), all with the same work. Where the last wave would run r <= SMs / 2 of them while the other SMs
- * idle, those r tiles are split along their sequence (the backward's (query head, query tile) items, the prep's key
- * tiles) into `chunks` CTAs each (r x chunks <= SMs); the kernel joins their partial sums. B x H = 64, S = 8K,
- * 128-row tiles: 4096 CTAs on 132 SMs are 31 full waves and 4 CTAs, 3 % of the time, which become 4 x 33 chunks.
- * Causal grids run longest first (fa8_lpt_tile): their last CTAs are the short ones, so they are never split. */
+ * A non-causal grid of one CTA per tile (the backward: key tile, kv head, batch) gives every CTA the same work.
+ * Where the last wave would run r <= SMs / 2 of them while the other SMs idle, those r tiles are split along their
+ * sequence (the backward's (query head, query tile) items) into `chunks` CTAs each (r x chunks <= SMs); the kernel
+ * joins their partial sums. B x H = 64, S = 8K, 128-key tiles: 4096 CTAs on 132 SMs are 31 full waves and 4 CTAs,
+ * 3 % of the time, which become 4 x 33 chunks (measured: bench/results/2026-11-30-h200-ca7d0d5). The matched prep
+ * split the same way (key-tile chunks, partial sums joined by the last chunk in stream-ordered scratch) measured
+ * 3-7 % slower and was not kept. Causal grids run longest first (fa8_lpt_tile): their last CTAs are the short ones,
+ * so they are never split. */
 struct fa8_tail_split {
   int first;    /* CTAs from this linear index on are chunks of the tiles first, first + 1, ... */
   int chunks;   /* chunks per split tile (1: none) */
