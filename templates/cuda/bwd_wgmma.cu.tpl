@@ -226,6 +226,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_tail_split_tile(prm.split, chunk);
     fa8_tail_split_range(prm.split, fa8_after_fork(chunk), total, lo, hi);
   };
+  /* the query head and query tile of item lo of that sequence (ntiles query tiles per head) */
+  auto seq_item = [&](int lo, int ntiles, int &h, int &mt) {
+    h = kh * group + (ntiles ? lo / ntiles : 0);
+    mt = ntiles ? lo % ntiles : 0;
+  };
   const int wg = threadIdx.x / 128;
 
   if (threadIdx.x == 0) {
@@ -263,7 +268,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     const int ntiles = query_tiles();
     int lo, hi;
     seq_range(group * ntiles, lo, hi);
-    for (int it = 0, h = kh * group + (ntiles ? lo / ntiles : 0), mt = ntiles ? lo % ntiles : 0; it < hi - lo; ++it) {
+    int h, mt;
+    seq_item(lo, ntiles, h, mt);
+    for (int it = 0; it < hi - lo; ++it) {
       const int st = it % STAGES, m0 = m_first + mt * BM;
       if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
       if (threadIdx.x == 0) {
@@ -333,7 +340,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
   int pend_h = 0, pend_m0 = 0;
   if (total > 0) s_issue(0);
-  for (int it = 0, h = kh * group + (ntiles ? lo / ntiles : 0), mt = ntiles ? lo % ntiles : 0; it < total; ++it) {
+  int h, mt;
+  seq_item(lo, ntiles, h, mt);
+  for (int it = 0; it < total; ++it) {
     const int st = it % STAGES, m0 = m_first + mt * BM;
     const fa8_qrows &r = s.rows[st];
     fa8_wgmma_fence();
