@@ -53,9 +53,9 @@ function M.cuda_smem(cfg)
     local dqs = nq % 32 == 0 and 2 * qk * bm * F32 or 2 * nc * F32   -- dQ staging slabs (or one float each)
     bytes = bn * (2 * qk + v) + st * 2 * bm * (qk + v) + bm * bn + dqs + st * QROWS_BYTES + 2 * 4 * nc * F32
       + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st)
-  else   -- templates/cuda/delta_wgmma.cu.tpl (matched): QT = 2 query tiles resident, the K / V ring, row sums, scales
-    bytes = 2 * bm * (qk + v) + st * bn * (qk + v) + 2 * QROWS_BYTES + 2 * 4 * nc * 2 * bm * F32 + st * (bn + 4) * F32
-      + 8 * (1 + 2 * st)
+  else   -- templates/cuda/delta_wgmma.cu.tpl (matched): one 64-query tile of Q, dO per consumer warpgroup, the K / V
+    -- ring, row data, scales
+    bytes = nc * 64 * (qk + v) + st * bn * (qk + v) + nc * QROWS_BYTES + st * (bn + 4) * F32 + 8 * (1 + 2 * st)
   end
   return up(bytes, 16) + 1024
 end
@@ -122,7 +122,7 @@ function M.resources(cfg)
   elseif t.pipeline == "wgmma" then
     -- templates/cuda/{bwd,delta}_wgmma: a consumer warpgroup owns 64 keys. The backward keeps dK (qk/2) and dV
     -- (v/2) per thread, then either S^t and dP^t (bm/2 each) or its dQ columns (qk/consumers/2) with the P^ and
-    -- dS^ fragments (bm/4), plus ~40 of addressing; the matched prep only S^t, dP^t and 2 x bm/4 row sums.
+    -- dS^ fragments (bm/4), plus ~40 of addressing; the matched prep only S and dP^ (bn/2 each) and row sums.
     local nc = math.max(t.warps // 4 - 1, 1)
     r.reg_budget = math.min(240, ((65536 - 128 * 24) // (nc * 128)) // 8 * 8)
     local split = M.wgmma_bwd_hdim_split(t)
@@ -136,10 +136,8 @@ function M.resources(cfg)
     elseif f.dir == "bwd" then
       r.regs = qk // 2 + v // 2 + math.max(bm, qk // nc // 2 + bm // 4) + 40
     else
-      -- the matched prep: QT = 2 query tiles of Q, dO resident, the K / V ring; S^t, dP^t of QT tiles (the
-      -- backward's m64n64 per warpgroup, or m64n32 under the head-dim split) and 2 x QT row sums per thread
-      local qw = split and bm // 2 or bm
-      r.regs = 3 * qw + 40
+      -- the matched prep: S and dP^ of its 64 queries x BLOCK_N keys per warpgroup (bn/2 each), a few row sums
+      r.regs = bn + 40
     end
   else
     -- delta (matched) and bwd (the portable path): accumulators per thread
