@@ -8,7 +8,7 @@
  * ring of their own (TMA, 64-byte swizzle; Q^t, dO^t are read last, so d256 keeps one buffer of them and fits).
  * The two consumer warpgroups split
  *   * the query columns of S^t = K Q^t and dP^t = V dO^t: 64 keys x 32 queries each (m64n32 over the whole head
- *     dim, the matched prep's shape too: fa8_recompute_issue<.., 32>), then P and dS elementwise;
+ *     dim: fa8_recompute_issue<.., 32>), then P and dS elementwise;
  *   * the head dim of dK, dV and dQ: P^t and dS^t go through shared memory as K-major [key][query] FP8 tiles (each
  *     warpgroup writes its 32 query bytes of every row) and dV += P^t dO^, dK += dS^t Q^ run as SS wgmmas on this
  *     warpgroup's DV/2 and DQK/2 columns; dQ = dS^ K^ from dS^ [query][key] (written alongside) on its DQK/2

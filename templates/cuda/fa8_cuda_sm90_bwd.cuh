@@ -53,7 +53,8 @@ __device__ __forceinline__ int fa8_acc_col(int i) { return (i >> 2) * 8 + 2 * (t
 
 /* d (64 x N, FP32) (+)= A (smem) B (smem), one k-step of 32, A of format FA, B of format FB: the shapes of the
  * S^t and dP^t recomputation (N = the query columns one warpgroup recomputes: a 64-query tile, or its half in
- * the head-dim-split backward, bwd_wgmma_wide) */
+ * the head-dim-split backward, bwd_wgmma_wide) and of the matched prep's S and dP^ (N = a key tile's 64 or 128
+ * keys, delta_wgmma) */
 template <fa8_fmt FA, fa8_fmt FB, int N> struct fa8_wgmma_ss_n;
 #define FA8_WGMMA_SS_N64(FA, FB, TA, TB)                                                                       \
   template <> struct fa8_wgmma_ss_n<FA, FB, 64> {                                                            \
@@ -82,7 +83,7 @@ template <fa8_fmt FA, fa8_fmt FB, int N> struct fa8_wgmma_ss_n;
                    : "l"(da), "l"(db), "r"(accumulate));                                                     \
     }                                                                                                         \
   };
-/* m64n128: the matched prep (delta_wgmma.cu.tpl) recomputes two 64-query tiles in one instruction */
+/* m64n128: the matched prep (delta_wgmma.cu.tpl) recomputes 64 queries x a 128-key tile in one instruction */
 #define FA8_WGMMA_SS(FA, FB, TA, TB) FA8_WGMMA_SS_N64(FA, FB, TA, TB) FA8_WGMMA_SS_N32(FA, FB, TA, TB) FA8_WGMMA_SS_N128(FA, FB, TA, TB)
 FA8_WGMMA_SS(FA8_FMT_E4M3, FA8_FMT_E4M3, "e4m3", "e4m3")
 FA8_WGMMA_SS(FA8_FMT_E4M3, FA8_FMT_E5M2, "e4m3", "e5m2")
@@ -96,12 +97,11 @@ FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
 /* S^t = K Q^t and dP^t = V dO^t for 64 keys and N query columns, issued and committed (not waited): k, v point
  * at the 64 key rows of the K / V chunks ([rows][64 B] each, chunk stride kcs / vcs bytes), q, dout at the first
  * of the N query rows in the query tile's chunks (64 rows each; a row offset that is a multiple of 8 keeps the
- * 512-byte swizzle period). One instruction sequence for the backward and for the matched delta prep: an
- * instance's prep uses the N of its backward (m64n64 per 64-key warpgroup, or m64n32 per query half when the
- * warpgroups split the head dim), since a different wgmma shape need not give bit-identical sums. */
+ * 512-byte swizzle period). The matched prep (delta_wgmma) issues the transposed products (S = Q K^t, queries as
+ * the A operand): the same FP8 products in the same k-order per element, which the GPU suite's pre-cast dS row sums
+ * (~1e-7 only if P and dP^ are the backward's bit for bit) confirm give the same sums. */
 /* the two halves issue only: the caller fences before (once for both, when it issues them together) and commits */
-/* QROWS: the query rows of one chunk of the q / dout buffers (64: one query tile; the prep keeps two tiles' rows
- * in each chunk) */
+/* QROWS: the query rows of one chunk of the q / dout buffers (64: one query tile) */
 template <fa8_fmt FMT, int DQK, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_s_issue(float (&s)[N / 2], const uint8_t *k, int kcs, const uint8_t *q) {
   const uint32_t klo = fa8_wgmma_desc_lo(k), qlo = fa8_wgmma_desc_lo(q);
@@ -133,7 +133,7 @@ __device__ __forceinline__ void fa8_recompute_issue(float (&s)[N / 2], float (&d
  * log2 units less log2 of P's cast scale (fa8_lse2_row), so exp2(t - lse2) is P already scaled for its FP8 cast
  * (no multiply per element). qk: the logit factor (q scale x k scale x c log2 e), filled by the backward's
  * producer only (its K scale is one per CTA; the prep forms it per key tile). */
-struct alignas(16) fa8_qrows {   /* aligned: the prep reads column pairs as float2 */
+struct alignas(16) fa8_qrows {   /* aligned: 16-byte rows for the producers' stores and any vector reads */
   float qs[64], dos[64], lse2[64], delta[64], qk[64];
 };
 /* the lse2 entry of a row with saved LSE `lse` (natural log): one definition for both producers */
