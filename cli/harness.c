@@ -24,8 +24,11 @@ static int64_t nscales(int64_t B, int64_t S, int64_t H, int32_t rows) { return r
 
 static int64_t spad(int64_t s) { return (s + 15) / 16 * 16; }
 
+/* V's quantization block rows (h_config.v_scale_rows overrides the problem's) */
+static int32_t v_rows(const h_config *cfg) { return cfg->v_scale_rows > 0 ? cfg->v_scale_rows : cfg->p.scale_rows; }
+
 /* device buffers: inputs, codes (row and transposed), scales, outputs, workspaces */
-static int gpu_alloc(h_data *d, int64_t sq, int64_t sk) {
+static int gpu_alloc(h_data *d, int64_t sq, int64_t sk, int64_t sv) {
   const fa8_problem *p = &d->cfg.p;
   const int64_t B = p->batch, H = p->heads, Hkv = p->kv_heads;
   int ok = 1;
@@ -35,7 +38,7 @@ static int gpu_alloc(h_data *d, int64_t sq, int64_t sk) {
   G(d->g.q8, d->nq); G(d->g.k8, d->nk); G(d->g.v8, d->nv); G(d->g.do8, d->no);
   G(d->g.q8t, B * H * p->hdim_qk * spad(p->seqlen_q)); G(d->g.k8t, B * Hkv * p->hdim_qk * spad(p->seqlen_k));
   G(d->g.v8t, B * Hkv * p->hdim_v * spad(p->seqlen_k)); G(d->g.do8t, B * H * p->hdim_v * spad(p->seqlen_q));
-  G(d->g.qs, sq * 4); G(d->g.ks, sk * 4); G(d->g.vs, sk * 4); G(d->g.dos, sq * 4);
+  G(d->g.qs, sq * 4); G(d->g.ks, sk * 4); G(d->g.vs, sv * 4); G(d->g.dos, sq * 4);
   G(d->g.o, d->no * 2); G(d->g.orem, d->no * 2); G(d->g.o32, d->no * 4); G(d->g.lse, d->nrow * 4);
   G(d->g.delta, d->nrow * 4); G(d->g.dq, d->nq * 4); G(d->g.dk, d->nk * 4); G(d->g.dv, d->nv * 4);
   G(d->g.ws, d->ws_bytes); G(d->g.qws, 16);
@@ -55,12 +58,12 @@ int h_alloc(h_data *d, const h_config *cfg) {
   d->nrow = B * H * Sq;
   const size_t es = cfg->quantize_off ? 4 : 1;
   const int64_t sq = nscales(B, Sq, H, cfg->p.scale_rows);
-  const int64_t sk = nscales(B, Sk, Hkv, cfg->p.scale_rows);
+  const int64_t sk = nscales(B, Sk, Hkv, cfg->p.scale_rows), sv = nscales(B, Sk, Hkv, v_rows(cfg));
   int ok = 1;
 #define A(ptr, n, sz) ok &= ((ptr) = calloc((size_t)(n) > 0 ? (size_t)(n) : 1, (sz))) != NULL
   A(d->q, d->nq, 4); A(d->k, d->nk, 4); A(d->v, d->nv, 4); A(d->dout, d->no, 4);
   A(d->q8, d->nq, es); A(d->k8, d->nk, es); A(d->v8, d->nv, es); A(d->do8, d->no, es);
-  A(d->qs, sq, 4); A(d->ks, sk, 4); A(d->vs, sk, 4); A(d->dos, sq, 4);
+  A(d->qs, sq, 4); A(d->ks, sk, 4); A(d->vs, sv, 4); A(d->dos, sq, 4);
   A(d->qh, d->nq, 4); A(d->kh, d->nk, 4); A(d->vh, d->nv, 4); A(d->doh, d->no, 4);
   A(d->o, d->no, 4); A(d->orem, d->no, 4);   /* BF16, or FP32 with quantization off */ A(d->o32, d->no, 4);
   A(d->lse, d->nrow, 4); A(d->delta, d->nrow, 4);
@@ -69,7 +72,7 @@ int h_alloc(h_data *d, const h_config *cfg) {
   fa8_problem pp = *p;
   pp.collect_stats = 1;
   if (ok && fa8_backward_workspace(&pp, &d->ws_bytes) == FA8_OK) ok &= (d->ws = malloc(d->ws_bytes ? d->ws_bytes : 8)) != NULL;
-  if (ok && cfg->p.backend != FA8_BACKEND_CPU) ok = gpu_alloc(d, sq, sk) == 0;
+  if (ok && cfg->p.backend != FA8_BACKEND_CPU) ok = gpu_alloc(d, sq, sk, sv) == 0;
   if (!ok) { h_free(d); return -1; }
   return 0;
 }
@@ -148,21 +151,21 @@ static fa8_tensor seq_view(void *data, fa8_dtype dt, int64_t S, int64_t H, int64
   return t;
 }
 
-static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scales, float *deq, int64_t S, int64_t H,
+static fa8_status quant_one(h_data *d, int32_t rows, const float *x, void *codes, float *scales, float *deq, int64_t S, int64_t H,
                             int64_t D, fa8_fmt fmt, void *gx, void *gcodes, void *gcodes_t, float *gscales) {
   const h_config *cfg = &d->cfg;
   const int64_t B = cfg->p.batch, n = B * S * H * D;
   if (cfg->quantize_off) {
     memcpy(codes, x, (size_t)n * sizeof(float));
     memcpy(deq, x, (size_t)n * sizeof(float));
-    const int64_t ns = nscales(B, S, H, cfg->p.scale_rows);
+    const int64_t ns = nscales(B, S, H, rows);
     for (int64_t i = 0; i < ns; ++i) scales[i] = 1.0f;
     return FA8_OK;
   }
   fa8_quant_problem qp;
   fa8_quant_problem_init(&qp);
   qp.batch = (int32_t)B; qp.seqlen = (int32_t)S; qp.heads = (int32_t)H; qp.hdim = (int32_t)D;
-  qp.fmt = fmt; qp.scale_rows = cfg->p.scale_rows; qp.pow2_scales = cfg->pow2_scales;
+  qp.fmt = fmt; qp.scale_rows = rows; qp.pow2_scales = cfg->pow2_scales;
   qp.backend = cfg->p.backend; qp.num_threads = cfg->p.num_threads;
   const int gpu = d->g.on;
   const fa8_tensor xt = seq_view(gpu ? gx : (void *)x, FA8_DTYPE_F32, S, H, D);
@@ -177,14 +180,14 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
   }
   fa8_status st = fa8_quantize(&qp, &xt, &out, gpu ? d->g.qws : NULL, gpu ? 16 : 0, NULL);
   if (st != FA8_OK) return st;
-  const int64_t nsc = nscales(B, S, H, cfg->p.scale_rows);
+  const int64_t nsc = nscales(B, S, H, rows);
   if (gpu && (h_gpu_get(codes, gcodes, (size_t)(B * S * H * D)) || h_gpu_get(scales, gscales, (size_t)nsc * 4)))
     return FA8_ERR_BACKEND;
-  const int64_t nb = nblk(S, cfg->p.scale_rows);
+  const int64_t nb = nblk(S, rows);
   for (int64_t b = 0; b < B; ++b)
     for (int64_t s = 0; s < S; ++s)
       for (int64_t h = 0; h < H; ++h) {
-        const float sc = cfg->p.scale_rows == 0 ? scales[0] : scales[(b * H + h) * nb + s / (cfg->p.scale_rows >= S ? S : cfg->p.scale_rows)];
+        const float sc = rows == 0 ? scales[0] : scales[(b * H + h) * nb + s / (rows >= S ? S : rows)];
         const int64_t base = ((b * S + s) * H + h) * D;
         for (int64_t k = 0; k < D; ++k) deq[base + k] = fa8_decode(fmt, ((uint8_t *)codes)[base + k]) * sc;
       }
@@ -193,15 +196,17 @@ static fa8_status quant_one(h_data *d, const float *x, void *codes, float *scale
 
 fa8_status h_quantize(h_data *d) {
   const fa8_problem *p = &d->cfg.p;
+  const int32_t rows = p->scale_rows;
   fa8_status st;
-  if ((st = quant_one(d, d->q, d->q8, d->qs, d->qh, p->seqlen_q, p->heads, p->hdim_qk, p->fmt_qkv, d->g.q, d->g.q8, d->g.q8t, d->g.qs))) return st;
-  if ((st = quant_one(d, d->k, d->k8, d->ks, d->kh, p->seqlen_k, p->kv_heads, p->hdim_qk, p->fmt_qkv, d->g.k, d->g.k8, d->g.k8t, d->g.ks))) return st;
-  if ((st = quant_one(d, d->v, d->v8, d->vs, d->vh, p->seqlen_k, p->kv_heads, p->hdim_v, p->fmt_qkv, d->g.v, d->g.v8, d->g.v8t, d->g.vs))) return st;
-  return quant_one(d, d->dout, d->do8, d->dos, d->doh, p->seqlen_q, p->heads, p->hdim_v, p->fmt_grad, d->g.dout, d->g.do8, d->g.do8t, d->g.dos);
+  if ((st = quant_one(d, rows, d->q, d->q8, d->qs, d->qh, p->seqlen_q, p->heads, p->hdim_qk, p->fmt_qkv, d->g.q, d->g.q8, d->g.q8t, d->g.qs))) return st;
+  if ((st = quant_one(d, rows, d->k, d->k8, d->ks, d->kh, p->seqlen_k, p->kv_heads, p->hdim_qk, p->fmt_qkv, d->g.k, d->g.k8, d->g.k8t, d->g.ks))) return st;
+  if ((st = quant_one(d, v_rows(&d->cfg), d->v, d->v8, d->vs, d->vh, p->seqlen_k, p->kv_heads, p->hdim_v, p->fmt_qkv, d->g.v, d->g.v8, d->g.v8t, d->g.vs))) return st;
+  return quant_one(d, rows, d->dout, d->do8, d->dos, d->doh, p->seqlen_q, p->heads, p->hdim_v, p->fmt_grad, d->g.dout, d->g.do8, d->g.do8t, d->g.dos);
 }
 
 /* ---- runs ---- */
-static fa8_qtensor qview(h_data *d, void *codes, float *scales, int64_t S, int64_t H, int64_t D, fa8_fmt fmt, void *codes_t) {
+static fa8_qtensor qview(h_data *d, int32_t rows, void *codes, float *scales, int64_t S, int64_t H, int64_t D, fa8_fmt fmt,
+                         void *codes_t) {
   fa8_qtensor q;
   memset(&q, 0, sizeof q);
   q.data = seq_view(codes, d->cfg.quantize_off ? FA8_DTYPE_F32 : FA8_DTYPE_FP8, S, H, D);
@@ -210,7 +215,7 @@ static fa8_qtensor qview(h_data *d, void *codes, float *scales, int64_t S, int64
     q.data_t = t;
   }
   q.scales = scales;
-  q.scale_rows = d->cfg.p.scale_rows;
+  q.scale_rows = rows;
   q.fmt = d->cfg.quantize_off ? FA8_FMT_F32 : fmt;
   return q;
 }
@@ -230,9 +235,9 @@ void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *pp, fa8_fwd_tensors *f
 #define BUF(name) (gpu ? (void *)d->g.name : (void *)d->name)
   fa8_fwd_tensors f;
   memset(&f, 0, sizeof f);
-  f.q = qview(d, BUF(q8), BUF(qs), Sq, H, p.hdim_qk, p.fmt_qkv, gpu ? d->g.q8t : NULL);
-  f.k = qview(d, BUF(k8), BUF(ks), Sk, Hkv, p.hdim_qk, p.fmt_qkv, gpu ? d->g.k8t : NULL);
-  f.v = qview(d, BUF(v8), BUF(vs), Sk, Hkv, p.hdim_v, p.fmt_qkv, gpu ? d->g.v8t : NULL);
+  f.q = qview(d, p.scale_rows, BUF(q8), BUF(qs), Sq, H, p.hdim_qk, p.fmt_qkv, gpu ? d->g.q8t : NULL);
+  f.k = qview(d, p.scale_rows, BUF(k8), BUF(ks), Sk, Hkv, p.hdim_qk, p.fmt_qkv, gpu ? d->g.k8t : NULL);
+  f.v = qview(d, v_rows(&d->cfg), BUF(v8), BUF(vs), Sk, Hkv, p.hdim_v, p.fmt_qkv, gpu ? d->g.v8t : NULL);
   const fa8_dtype odt = d->cfg.quantize_off ? FA8_DTYPE_F32 : FA8_DTYPE_BF16;
   f.o = seq_view(BUF(o), odt, Sq, H, p.hdim_v);
   f.o_f32 = seq_view(BUF(o32), FA8_DTYPE_F32, Sq, H, p.hdim_v);
@@ -241,7 +246,7 @@ void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *pp, fa8_fwd_tensors *f
   fa8_bwd_tensors b;
   memset(&b, 0, sizeof b);
   b.q = f.q; b.k = f.k; b.v = f.v;
-  b.dout_q = qview(d, BUF(do8), BUF(dos), Sq, H, p.hdim_v, p.fmt_grad, gpu ? d->g.do8t : NULL);
+  b.dout_q = qview(d, p.scale_rows, BUF(do8), BUF(dos), Sq, H, p.hdim_v, p.fmt_grad, gpu ? d->g.do8t : NULL);
   b.dout = seq_view(BUF(dout), FA8_DTYPE_F32, Sq, H, p.hdim_v);
   b.o = f.o; b.o_rem = f.o_rem; b.lse = f.lse;
   b.delta = row_view(BUF(delta), H, Sq);

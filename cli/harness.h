@@ -14,6 +14,7 @@ typedef struct {
   int32_t pow2_scales;
   int32_t quantize_off;        /* test-only: operands stay FP32 (the f32 pseudo-format), scales 1 */
   int32_t stats_off;           /* test-only: no row statistics, so the GPU runs its timed kernel variants */
+  int32_t v_scale_rows;        /* test-only: V's block rows when > 0 (finer than K's, e.g.); else p.scale_rows */
 } h_config;
 
 typedef struct {

@@ -34,24 +34,25 @@ typedef struct {
   fa8_fmt grad;
   int all_modes;
   int per_tensor;   /* per-tensor scales (the tuned table's 192-key forward tiles serve only these); else 128-row blocks */
+  int v_rows;       /* > 0: V alone in blocks of this many rows (each call then picks its own instances) */
 } geom;
 
 static geom GEOMS[] = {
-  { "d64 mha causal 256", 1, 2, 2, 256, 256, 64, 64, 1, FA8_FMT_E4M3, 1, 0 },
-  { "d64 gqa full tails 300x517", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 0 },
+  { "d64 mha causal 256", 1, 2, 2, 256, 256, 64, 64, 1, FA8_FMT_E4M3, 1, 0, 0 },
+  { "d64 gqa full tails 300x517", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 0, 0 },
   /* all modes at d96 and d192: the row-dot delta's vector pass splits 12 and 24 units of 8 unevenly over its lanes */
-  { "d96 gqa causal 200", 1, 4, 2, 200, 200, 96, 96, 1, FA8_FMT_E4M3, 1, 0 },
-  { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0 },
-  { "d128 mqa full 333x129 e5m2", 1, 4, 1, 333, 129, 128, 128, 0, FA8_FMT_E5M2, 1, 0 },
-  { "d128 causal sq>sk 400x150", 1, 2, 1, 400, 150, 128, 128, 1, FA8_FMT_E4M3, 0, 0 },
-  { "d128 seqlen 1", 1, 2, 2, 1, 1, 128, 128, 0, FA8_FMT_E4M3, 0, 0 },
-  { "d192 gqa causal 300", 1, 4, 2, 300, 300, 192, 192, 1, FA8_FMT_E4M3, 1, 0 },
-  { "d256 mha full 257", 1, 2, 2, 257, 257, 256, 256, 0, FA8_FMT_E4M3, 1, 0 },
-  { "d256 gqa causal 512", 1, 4, 1, 512, 512, 256, 256, 1, FA8_FMT_E4M3, 0, 0 },
-  { "mla 192x128 causal 384", 1, 4, 2, 384, 384, 192, 128, 1, FA8_FMT_E4M3, 1, 0 },
-  { "mla 192x128 full 100x700 e5m2", 1, 2, 1, 100, 700, 192, 128, 0, FA8_FMT_E5M2, 0, 0 },
-  { "d128 gqa causal 1024 per-tensor", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 0, 1 },
-  { "d64 gqa full 300x517 per-tensor", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 1 },
+  { "d96 gqa causal 200", 1, 4, 2, 200, 200, 96, 96, 1, FA8_FMT_E4M3, 1, 0, 0 },
+  { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0, 0 },
+  { "d128 mqa full 333x129 e5m2", 1, 4, 1, 333, 129, 128, 128, 0, FA8_FMT_E5M2, 1, 0, 0 },
+  { "d128 causal sq>sk 400x150", 1, 2, 1, 400, 150, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0 },
+  { "d128 seqlen 1", 1, 2, 2, 1, 1, 128, 128, 0, FA8_FMT_E4M3, 0, 0, 0 },
+  { "d192 gqa causal 300", 1, 4, 2, 300, 300, 192, 192, 1, FA8_FMT_E4M3, 1, 0, 0 },
+  { "d256 mha full 257", 1, 2, 2, 257, 257, 256, 256, 0, FA8_FMT_E4M3, 1, 0, 0 },
+  { "d256 gqa causal 512", 1, 4, 1, 512, 512, 256, 256, 1, FA8_FMT_E4M3, 0, 0, 0 },
+  { "mla 192x128 causal 384", 1, 4, 2, 384, 384, 192, 128, 1, FA8_FMT_E4M3, 1, 0, 0 },
+  { "mla 192x128 full 100x700 e5m2", 1, 2, 1, 100, 700, 192, 128, 0, FA8_FMT_E5M2, 0, 0, 0 },
+  { "d128 gqa causal 1024 per-tensor", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 0, 1, 0 },
+  { "d64 gqa full 300x517 per-tensor", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 1, 0 },
 };
 
 static double rel(const float *a, const float *b, int64_t n) {
@@ -126,6 +127,7 @@ static h_config config(const geom *g, fa8_backend be) {
   c.p.hdim_qk = g->dqk; c.p.hdim_v = g->dv; c.p.causal = g->causal; c.p.fmt_grad = g->grad;
   c.p.backend = be;
   c.p.scale_rows = g->per_tensor ? 0 : 128;
+  c.v_scale_rows = g->v_rows;
   return c;
 }
 
@@ -245,8 +247,10 @@ static void run_geom(const geom *g, uint64_t seed) {
     char twin[256], bundle[256];
     cpu_twin(names.delta, twin, sizeof twin);
     gpu_bundle(names.delta, bundle, sizeof bundle);
-    c.cfg.p.instance = twin;
-    d.cfg.p.instance = bundle;
+    /* V in finer blocks than a bundle forward's key tile: no bundle runs whole, so each call picks what fits */
+    const int own_pick = g->v_rows > 0;
+    c.cfg.p.instance = own_pick ? NULL : twin;
+    d.cfg.p.instance = own_pick ? NULL : bundle;
     fprintf(stderr, "[gpu] %s %s: gpu run (%s), twin %s\n", g->name, h_delta_name(mode), names.bwd, twin);
     st = h_run(&d, mode);
     cr_assert_eq(st, FA8_OK, "%s %s: GPU run: %s", g->name, h_delta_name(mode), fa8_last_error());
@@ -260,7 +264,7 @@ static void run_geom(const geom *g, uint64_t seed) {
                 "post-ra mean gpu %.3e cpu %.3e", g->name, h_delta_name(mode), names.bwd, eo, eq, ek, ev, el, ed,
                 gs.pre_ra_max, c.stats.pre_ra_max, gs.post_ra_mean, c.stats.post_ra_mean);
     fprintf(stderr, "\n");
-    if (bundle_matches_twin(bundle)) {
+    if (!own_pick && bundle_matches_twin(bundle)) {
       /* the same arithmetic as the CPU twin: held to it */
       cr_expect_leq(eo, TOL_OUT, "%s %s: O differs from the CPU twin by %.2e", g->name, h_delta_name(mode), eo);
       cr_expect_leq(el, TOL_LSE, "%s %s: LSE differs by %.2e", g->name, h_delta_name(mode), el);
@@ -498,8 +502,20 @@ Test(gpu, backward_last_wave_split, .timeout = 600) {
           last, sms / last < 16 ? sms / last : 16);
   cr_assert(tiles > sms && last > 0 && sms / last >= 2, "the geometry does not split on %d SMs", (int)sms);
   const int hd = small_hdim();
-  const geom g = { "last-wave split", 1, 2 * hkv, hkv, 512, 512, hd, hd, 0, FA8_FMT_E4M3, 0, 0 };
+  const geom g = { "last-wave split", 1, 2 * hkv, hkv, 512, 512, hd, hd, 0, FA8_FMT_E4M3, 0, 0, 0 };
   run_geom(&g, 4242);
+}
+
+/* V quantized in 64-row blocks under 128-row Q / K / dO blocks. No 128-key forward takes such V (the dispatcher
+ * picks a 64-key one), but the Hopper backward does: it reads V's scale per key. Its matched prep then sees the V
+ * scales of a 128-key tile differ, delta_wgmma's per-key path, which otherwise only sequence tails reach (keys
+ * past Sk scale 0). Held to FP64 and the CPU twin like every geometry, and matched's pre-cast row sums to FP32
+ * rounding: a V scale applied to the wrong key leaves delta off by O(1e-2) there. */
+Test(gpu, matched_prep_per_key_v_scales, .timeout = 600) {
+  require_gpu();
+  const int hd = hdim_in_build(128) ? 128 : small_hdim();
+  const geom g = { "v in 64-row blocks", 1, 4, 2, 640, 640, hd, hd, 1, FA8_FMT_E4M3, 0, 0, 64 };
+  run_geom(&g, 4343);
 }
 
 /* A GPU problem with the default realistic inputs, quantized on the device. */
@@ -515,7 +531,7 @@ static void gpu_problem(const geom *g, h_data *d) {
 /* The stale/matched contrast the probe shows on the CPU also holds on the GPU. */
 Test(gpu, delta_modes_contrast, .timeout = 300) {
   require_gpu();
-  geom g = { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0 };
+  geom g = { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0, 0 };
   h_data d;
   gpu_problem(&g, &d);
   fa8_rowsum_stats s[4];
@@ -629,7 +645,7 @@ Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
 Test(gpu, refuses_missing_transposed_copy) {
   require_gpu();
   const int hd = small_hdim();
-  geom g = { "small", 1, 2, 2, 64, 64, hd, hd, 0, FA8_FMT_E4M3, 0, 0 };
+  geom g = { "small", 1, 2, 2, 64, 64, hd, hd, 0, FA8_FMT_E4M3, 0, 0, 0 };
   h_data d;
   gpu_problem(&g, &d);
   void *saved = d.g.v8t;
