@@ -9,7 +9,8 @@ local FP8, F32 = 1, 4
 -- The Hopper backward's two layouts, told apart by the tile: 64 keys per consumer warpgroup (BLOCK_N = 64 x
 -- consumers, templates/cuda/bwd_wgmma) or one 64-key tile whose head dim the two consumer warpgroups split
 -- (BLOCK_N 64 with two of them, templates/cuda/bwd_wgmma_wide: d > 128, where dK + dV of 64 keys do not fit a
--- warpgroup's registers). The matched delta prep follows its backward's layout (delta_wgmma's QSPLIT).
+-- warpgroup's registers). The matched delta prep (delta_wgmma) has one layout for both: 64 queries per consumer
+-- warpgroup over all BLOCK_N keys of a tile.
 function M.wgmma_bwd_hdim_split(t)
   return t.pipeline == "wgmma" and t.warps == 12 and t.block_n == 64
 end

@@ -80,8 +80,7 @@ local function template_env(c)
     HIP_THREADS = c.target.backend == "hip" and hip_threads(c) or nil,
     -- templates/hip/bwd: the LDS layout the model sized (resident or streamed)
     BWD_STREAM = c.tuning.pipeline == "mfma" and f.dir == "bwd" and constraints.mfma_resources(c).stream and 1 or 0,
-    -- templates/cuda/{bwd_wgmma_wide,delta_wgmma}: the head-dim-split layout and its Q^t / dO^t ring depth
-    BWD_QSPLIT = constraints.wgmma_bwd_hdim_split(c.tuning) and 1 or 0,
+    -- templates/cuda/bwd_wgmma_wide: its Q^t / dO^t ring depth
     BWD_TSTAGES = f.dir == "bwd" and constraints.wgmma_bwd_hdim_split(c.tuning) and constraints.wgmma_bwd_wide_tstages(c) or 0,
     ARCH = c.target.arch,
     -- templates/cuda: the shared memory the config model counted (constraints.cuda_smem), static_asserted

@@ -49,21 +49,13 @@ struct Params {
   CUtensorMap tq, tdo, tk, tv;
 };
 
-/* S (FMT x FMT) and dP^ (FMT_GRAD x FMT) of this warpgroup's 64 query rows x the stage's BN keys: k32 steps over
- * 64-byte swizzle chunks (the query chunks hold NQ rows, the key chunks BN), issued and committed, not waited */
+/* S (FMT x FMT) and dP^ (FMT_GRAD x FMT) of this warpgroup's 64 query rows x the stage's BN keys (the query chunks
+ * hold NQ rows, the key chunks BN), issued and committed, not waited */
 __device__ __forceinline__ void issue_s_dp(float (&s)[BN / 2], float (&dp)[BN / 2], const uint8_t *q, const uint8_t *dout,
                                            const uint8_t *k, const uint8_t *v) {
   fa8_wgmma_fence();
-  const uint32_t qlo = fa8_wgmma_desc_lo(q), klo = fa8_wgmma_desc_lo(k);
-#pragma unroll
-  for (int kk = 0; kk < DQK / 32; ++kk)
-    fa8_wgmma_ss_n<FMT, FMT, BN>::run(s, fa8_wgmma_desc_at(qlo, (kk / 2) * NQ * FA8_CHUNK + (kk % 2) * 32),
-                                      fa8_wgmma_desc_at(klo, (kk / 2) * BN * FA8_CHUNK + (kk % 2) * 32), kk > 0);
-  const uint32_t dlo = fa8_wgmma_desc_lo(dout), vlo = fa8_wgmma_desc_lo(v);
-#pragma unroll
-  for (int kk = 0; kk < DV / 32; ++kk)
-    fa8_wgmma_ss_n<FMT_GRAD, FMT, BN>::run(dp, fa8_wgmma_desc_at(dlo, (kk / 2) * NQ * FA8_CHUNK + (kk % 2) * 32),
-                                           fa8_wgmma_desc_at(vlo, (kk / 2) * BN * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+  fa8_wgmma_ss_k<FMT, FMT, DQK, BN, BN>(s, q, NQ * FA8_CHUNK, k);
+  fa8_wgmma_ss_k<FMT_GRAD, FMT, DV, BN, BN>(dp, dout, NQ * FA8_CHUNK, v);
   fa8_wgmma_commit();
 }
 

@@ -94,29 +94,32 @@ FA8_WGMMA_SS(FA8_FMT_E5M2, FA8_FMT_E5M2, "e5m2", "e5m2")
 #undef FA8_WGMMA_SS_N64
 #undef FA8_WGMMA_SS_N128
 
-/* S^t = K Q^t and dP^t = V dO^t for 64 keys and N query columns, issued and committed (not waited): k, v point
- * at the 64 key rows of the K / V chunks ([rows][64 B] each, chunk stride kcs / vcs bytes), q, dout at the first
- * of the N query rows in the query tile's chunks (64 rows each; a row offset that is a multiple of 8 keeps the
- * 512-byte swizzle period). The matched prep (delta_wgmma) issues the transposed products (S = Q K^t, queries as
- * the A operand): the same FP8 products in the same k-order per element, which the GPU suite's pre-cast dS row sums
- * (~1e-7 only if P and dP^ are the backward's bit for bit) confirm give the same sums. */
-/* the two halves issue only: the caller fences before (once for both, when it issues them together) and commits */
-/* QROWS: the query rows of one chunk of the q / dout buffers (64: one query tile) */
+/* d (64 x N) (+)= A B^t over K, in k32 steps over 64-byte swizzle chunks ([rows][64 B] each): A's 64 rows at a,
+ * its chunks acs bytes apart; B's N rows at b, in chunks of BROWS rows (a row offset that is a multiple of 8 keeps
+ * the 512-byte swizzle period). Issues only: the caller fences before and commits. The backward's S^t / dP^t
+ * recompute and the matched prep's S / dP^ (delta_wgmma, queries as A) share it, so both issue the same FP8
+ * products in the same k-order per element, which the GPU suite's pre-cast dS row sums (~1e-7 only if P and dP^
+ * are the backward's bit for bit) confirm give the same sums in either orientation. */
+template <fa8_fmt FA, fa8_fmt FB, int K, int N, int BROWS>
+__device__ __forceinline__ void fa8_wgmma_ss_k(float (&d)[N / 2], const uint8_t *a, int acs, const uint8_t *b) {
+  const uint32_t alo = fa8_wgmma_desc_lo(a), blo = fa8_wgmma_desc_lo(b);
+#pragma unroll
+  for (int kk = 0; kk < K / 32; ++kk)
+    fa8_wgmma_ss_n<FA, FB, N>::run(d, fa8_wgmma_desc_at(alo, (kk / 2) * acs + (kk % 2) * 32),
+                                   fa8_wgmma_desc_at(blo, (kk / 2) * BROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+}
+
+/* S^t = K Q^t and dP^t = V dO^t for 64 keys and N query columns: k, v point at the 64 key rows of the K / V chunks
+ * (chunk stride kcs / vcs bytes), q, dout at the first of the N query rows in the query tile's chunks. The two
+ * halves issue only: the caller fences before (once for both, when it issues them together) and commits.
+ * QROWS: the query rows of one chunk of the q / dout buffers (64: one query tile) */
 template <fa8_fmt FMT, int DQK, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_s_issue(float (&s)[N / 2], const uint8_t *k, int kcs, const uint8_t *q) {
-  const uint32_t klo = fa8_wgmma_desc_lo(k), qlo = fa8_wgmma_desc_lo(q);
-#pragma unroll
-  for (int kk = 0; kk < DQK / 32; ++kk)
-    fa8_wgmma_ss_n<FMT, FMT, N>::run(s, fa8_wgmma_desc_at(klo, (kk / 2) * kcs + (kk % 2) * 32),
-                                     fa8_wgmma_desc_at(qlo, (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+  fa8_wgmma_ss_k<FMT, FMT, DQK, N, QROWS>(s, k, kcs, q);
 }
 template <fa8_fmt FMT, fa8_fmt FMT_GRAD, int DV, int N = 64, int QROWS = 64>
 __device__ __forceinline__ void fa8_recompute_dp_issue(float (&dp)[N / 2], const uint8_t *v, int vcs, const uint8_t *dout) {
-  const uint32_t vlo = fa8_wgmma_desc_lo(v), dlo = fa8_wgmma_desc_lo(dout);
-#pragma unroll
-  for (int kk = 0; kk < DV / 32; ++kk)
-    fa8_wgmma_ss_n<FMT, FMT_GRAD, N>::run(dp, fa8_wgmma_desc_at(vlo, (kk / 2) * vcs + (kk % 2) * 32),
-                                          fa8_wgmma_desc_at(dlo, (kk / 2) * QROWS * FA8_CHUNK + (kk % 2) * 32), kk > 0);
+  fa8_wgmma_ss_k<FMT, FMT_GRAD, DV, N, QROWS>(dp, v, vcs, dout);
 }
 /* (the d <= 128 backward may issue the two halves in separate commit groups: the same instructions, so the same
  * sums) */
