@@ -5,9 +5,8 @@
  * One CTA per (key tile, kv head, batch). Warpgroup 0 produces: K, V and K^t once, then per (query head of the
  * group, 64-query tile) Q, dO, Q^t, dO^t into a STAGES-deep ring (TMA, 64-byte swizzle) and the tile's row data
  * (scales, LSE, delta). Each consumer warpgroup owns 64 keys: S^t = K Q^t and dP^t = V dO^t (shared with the
- * matched delta prep: fa8_cuda_sm90_bwd.cuh), dS^t, then its share of the columns of dQ = dS^ K^ with dS^ written
- * to shared memory as the A operand, and dV += P^t dO^ and dK += dS^t Q^ with P^t, dS^t in shared memory too,
- * issued behind the next query tile's S^t / dP^t so that they run during its elementwise phase. */
+ * matched delta prep: fa8_cuda_sm90_bwd.cuh), dS^t, then dV += P^t dO^ and dK += dS^t Q^ from registers, and
+ * its share of the columns of dQ = dS^ K^ with dS^ written to shared memory as the A operand. */
 % local ty = FMT == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local tg = FMT_GRAD == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local function dregs(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = "%" .. i end return table.concat(t, ", ") end
@@ -40,9 +39,6 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   uint8_t q[STAGES][QCH][BM * FA8_CHUNK], dout[STAGES][VCH][BM * FA8_CHUNK];
   uint8_t qt[STAGES][DQK * FA8_CHUNK], dot[STAGES][DV * FA8_CHUNK];   /* BM = one chunk of queries */
   uint8_t ds[KCH][BM * FA8_CHUNK];                                     /* dS^ [query][key]: dQ's A operand */
-  /* P^t and dS^t [key][query] of each warpgroup's 64 keys: dV's and dK's A operands where they run under the next
-   * tile's elementwise phase (OVERLAP: as register operands they would hold 16 more registers there) */
-  uint8_t pt[CONSUMERS][64 * FA8_CHUNK], dst[CONSUMERS][64 * FA8_CHUNK];
   float dqs[CONSUMERS][2][DQ_SLABS][DQ_SLAB_FLOATS];                          /* dQ fragments for the TMA reduce */
   fa8_qrows rows[STAGES];
   float wmax[2][4 * CONSUMERS];
@@ -102,34 +98,19 @@ __device__ __forceinline__ void permute_t(Smem &s, int total, int ptid) {
   }
 }
 
-/* dV (64 keys x DV) += P^t (smem, e4m3) dO^ (smem) and dK (64 keys x DQK) += dS^t (smem) Q^ (smem), one k-step of
- * 32 queries; A from store_a_tile */
-__device__ __forceinline__ void wgmma_dv_ss(float (&d)[DV / 2], uint64_t da, uint64_t db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 2), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.e4m3.$(tg) {$(dregs(DV))}, %$(DV // 2), %$(DV // 2 + 1), p, 1, 1;\n}\n"
+/* d (64 x N) (+)= A (registers, format of A) B (smem), one k-step of 32 */
+__device__ __forceinline__ void wgmma_dv(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.e4m3.$(tg) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
                : $(dops(DV))
-               : "l"(da), "l"(db), "n"(1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
 }
-__device__ __forceinline__ void wgmma_dk_ss(float (&d)[DQK / 2], uint64_t da, uint64_t db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DQK // 2 + 2), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(DQK)k32.f32.$(tg).$(ty) {$(dregs(DQK))}, %$(DQK // 2), %$(DQK // 2 + 1), p, 1, 1;\n}\n"
+__device__ __forceinline__ void wgmma_dk(float (&d)[DQK / 2], const uint32_t (&a)[4], uint64_t db) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DQK // 2 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(DQK)k32.f32.$(tg).$(ty) {$(dregs(DQK))}, {%$(DQK // 2), %$(DQK // 2 + 1), %$(DQK // 2 + 2), %$(DQK // 2 + 3)}, %$(DQK // 2 + 4), p, 1, 1;\n}\n"
                : $(dops(DQK))
-               : "l"(da), "l"(db), "n"(1));
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
 }
-/* A fragments of an m64k64 operand (fa8_acc_to_a: register r of k-step kb holds row warp*16 + g + 8 (r & 1), bytes
- * kb*32 + 16 (r >> 1) + 4t .. 4t+3) into the K-major [64 rows][64 bytes] tile (64-byte swizzle) that an SS wgmma
- * reads as the same A: one 32-bit store per register, bank-conflict free (the swizzle spreads rows 0, 2, 4, 6) */
-__device__ __forceinline__ void store_a_tile(uint8_t *chunk, const uint32_t (&af)[BM / 32][4], int warp, int lane) {
-  const int g = lane >> 2, t = lane & 3;
-  const uint32_t base = (uint32_t)__cvta_generic_to_shared(chunk);
-#pragma unroll
-  for (int kb = 0; kb < BM / 32; ++kb)
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(base + fa8_swz64(warp * 16 + g + 8 * (r & 1), kb * 32 + 16 * (r >> 1) + 4 * t)),
-                   "r"(af[kb][r]) : "memory");
-}
-
 /* dQ (64 queries x NQ columns) (+)= dS^ (smem) K^ (smem) */
 __device__ __forceinline__ void wgmma_dq(float (&d)[NQ / 2], uint64_t da, uint64_t db, int accumulate) {
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(NQ // 2 + 2), 0;\n"
@@ -340,40 +321,46 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   fa8_named_sync(3, 128 * CONSUMERS);
   fa8_mbar_wait(&s.kv_full, 0);
 
-  /* One step per query tile it, each warpgroup:
-   *  1. (tile it's P and dS are in sacc / dacc, its dS tile exponent agreed: the previous step's end) dK / dV
-   *     rescales; dS^ and P^ codes into shared memory: dS^ [query][key] for dQ, P^t and dS^t [key][query] for dV
-   *     and dK;
-   *  2. dQ (after barrier 2: every warpgroup's dS^ chunk) and its reduce;
-   *  3. tile it+1's S^t, dP^t issued, then tile it's dK / dV behind them: the tensor cores run dK / dV while the
-   *     warps do tile it+1's elementwise phase (wait_group 1), which ends at barrier 1 with its dS exponent; then
-   *     wait_group 0 and the stage's release.
-   * dK / dV took their A operands from registers before: held across the elementwise phase those would need 16
-   * more registers than the 240 (ptxas spilled and serialized the wgmmas). A step ends with nothing in flight,
-   * so each step is one self-contained wgmma pipeline stage for ptxas. */
+  /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
+   * behind tile it's dK/dV/dQ GEMMs (sacc is free once P^ is converted), so the tensor cores run it during this
+   * tile's dQ staging; dP^t follows at the top of the tile (dacc too would not fit beside dK, dV and dQ) */
   float sacc[BM / 2], dacc[BM / 2];
-  auto recompute_issue = [&](int next) {
+  auto s_issue = [&](int next) {
     const int sn = next % STAGES;
     fa8_mbar_wait(&s.full[sn], (next / STAGES) & 1);
-    fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV>(sacc, dacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK,
-                                                 &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0], &s.dout[sn][0][0]);
+    fa8_wgmma_fence();
+    fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
+    fa8_wgmma_commit();
   };
+  const int ntiles = query_tiles();
+  int lo, hi;
+  seq_range(group * ntiles, lo, hi);
+  const int total = hi - lo;
+  /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
-  /* tile it (rows from m0) once its S^t, dP^t retired: P, dS = P (dP^ - delta) in place (sacc <- P, dacc <- dS),
-   * then one power-of-two dS^ scale for the whole BM x BN tile over both consumer warpgroups (barrier 1):
-   * dS^ = cvt(dS down), dS^ up = dS */
-  auto elementwise = [&](int it, int m0, float &down, float &up) {
+  int pend_h = 0, pend_m0 = 0;
+  if (total > 0) s_issue(0);
+  int h, mt;
+  seq_item(lo, ntiles, h, mt);
+  for (int it = 0; it < total; ++it) {
+    const int st = it % STAGES, m0 = m_first + mt * BM;
+    const fa8_qrows &r = s.rows[st];
+    fa8_wgmma_fence();
+    fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
+    fa8_wgmma_commit();
+    fa8_wgmma_wait<0>();
     fa8_fence_regs(sacc);
     fa8_fence_regs(dacc);
-    const fa8_qrows &r = s.rows[it % STAGES];
-    /* tiles inside both sequence ends and below the causal diagonal skip the mask (branch-free loop; the matched
-     * prep makes the same split) */
+    /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
+     * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
     float amax = 0.0f;
     if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
       ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
     else
       ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-    amax = fa8_warp_max_nonneg(amax);   /* >= 0, never NaN: fmaxf drops NaN */
+    /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
+     * fmaxf drops NaN) */
+    amax = fa8_warp_max_nonneg(amax);
     if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
     if (dq_deferred && it > 0) fa8_fence_async_smem();   /* the previous tile's dQ stores, long landed: no wait */
     fa8_named_sync(1, 128 * CONSUMERS);
@@ -386,28 +373,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     for (int n = 4 * CONSUMERS; n > 1; n = (n + 1) / 2)   /* an odd count keeps its middle element */
 #pragma unroll
       for (int w = 0; w < n / 2; ++w) wm[w] = fmaxf(wm[w], wm[w + (n + 1) / 2]);
-    const int e2 = fa8_tile_exponent(fmaxf(0.0f, wm[0]), ds_max);
-    down = fa8_pow2(-e2);
-    up = fa8_pow2(e2) * (1.0f / P_SCALE);   /* dacc holds P_SCALE dS */
-  };
-  const int ntiles = query_tiles();
-  int lo, hi;
-  seq_range(group * ntiles, lo, hi);
-  const int total = hi - lo;
-  /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
-  int pend_h = 0, pend_m0 = 0;
-  int h, mt;
-  seq_item(lo, ntiles, h, mt);
-  float down = 1.0f, up = 1.0f;
-  if (total > 0) {
-    recompute_issue(0);
-    fa8_wgmma_wait<0>();
-    elementwise(0, m_first + mt * BM, down, up);
-  }
-  /* steps 1 and 2 of tile it (rows from m0, query head h) */
-  auto finish_tile = [&](int it, int m0, int h) {
-    const int st = it % STAGES;
-    const fa8_qrows &r = s.rows[st];
+    const float tmax = fmaxf(0.0f, wm[0]);
+    const int e2 = fa8_tile_exponent(tmax, ds_max);
+    /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
+    const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
     if constexpr (STATS) {
       add_diag(s.diag, sacc, dacc, r, down, up);
       fa8_named_sync(3, 128 * CONSUMERS);
@@ -433,25 +402,29 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fv_prev = fv;
     fk_prev = fk;
 
-    /* P^ and dS^ codes; dS^ into shared memory as [query][key] for dQ, both as [key][query] for dK and dV */
+    /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
 #pragma unroll
     for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
-    {
-      uint32_t pa[BM / 32][4], da[BM / 32][4];
-      fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
-      fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
-      if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
+    uint32_t pa[BM / 32][4], da[BM / 32][4];
+    fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
+    fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
+    if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
 #pragma unroll
-        for (int i = 0; i < BM / 2; ++i)
-          s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
-      } else {
-        store_ds_t(&s.ds[cw][0], da, warp, lane);
-      }
-      store_a_tile(&s.pt[cw][0], pa, warp, lane);
-      store_a_tile(&s.dst[cw][0], da, warp, lane);
+      for (int i = 0; i < BM / 2; ++i)
+        s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
+    } else {
+      store_ds_t(&s.ds[cw][0], da, warp, lane);
     }
     fa8_fence_async_smem();
 
+    fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
+    fa8_wgmma_fence();
+    const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
+#pragma unroll
+    for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
+#pragma unroll
+    for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
+    fa8_wgmma_commit();
     if (dq_deferred && it > 0 && threadIdx.x % 128 == 0) {
       /* the previous tile's dQ: its writers fenced before barrier 1; the read of the tile before it is done
        * before barrier 2, after which this tile's dQ overwrites that buffer */
@@ -467,8 +440,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       wgmma_dq(dq, fa8_wgmma_desc_at(dslo, (k / 2) * sizeof(s.ds[0]) + (k % 2) * 32),
                fa8_wgmma_desc_at(ktlo, (k / 2) * sizeof(s.kt[0]) + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
-    fa8_wgmma_wait<0>();
+    if (it + 1 < total) {
+      s_issue(it + 1);
+      fa8_wgmma_wait<1>();   /* this tile's dK/dV/dQ group; the next tile's recompute stays in flight */
+    } else {
+      fa8_wgmma_wait<0>();
+    }
+    fa8_fence_regs(dv);
+    fa8_fence_regs(dk);
     fa8_fence_regs(dq);
+    fa8_mbar_arrive(&s.empty[st]);
     /* dQ by TMA reduce, double-buffered and deferred: this tile's fragment goes to shared memory now, its writers
      * fence at the next tile's barrier 1 and the warpgroup's first thread issues the reduce before barrier 2
      * (the fence and a 128-thread barrier here, right after the GEMM wait, were ~4 % of the stall samples) */
@@ -479,46 +460,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     } else {
       fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
     }
-  };
-
-  /* step 3: this tile's dK / dV (after the next tile's recompute, when there is one: wait_group retires groups in
-   * order) */
-  auto dkv_issue = [&](int it) {
-    const int st = it % STAGES;
-    fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
-    fa8_wgmma_fence();
-    const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
-    const uint32_t ptlo = fa8_wgmma_desc_lo(&s.pt[cw][0]), dstlo = fa8_wgmma_desc_lo(&s.dst[cw][0]);
-#pragma unroll
-    for (int k = 0; k < BM / 32; ++k) wgmma_dv_ss(dv, fa8_wgmma_desc_at(ptlo, k * 32), fa8_wgmma_desc_at(dotlo, k * 32));
-#pragma unroll
-    for (int k = 0; k < BM / 32; ++k) wgmma_dk_ss(dk, fa8_wgmma_desc_at(dstlo, k * 32), fa8_wgmma_desc_at(qtlo, k * 32));
-    fa8_wgmma_commit();
-  };
-  auto dkv_retire = [&](int it) {
-    fa8_wgmma_wait<0>();
-    fa8_fence_regs(dv);
-    fa8_fence_regs(dk);
-    fa8_mbar_arrive(&s.empty[it % STAGES]);
-  };
-  /* the last tile peeled: every step of the loop issues and retires the same groups (ptxas serializes the
-   * wgmmas when a group's issue and retirement hang on different branches) */
-  for (int it = 0; it + 1 < total; ++it) {
-    finish_tile(it, m_first + mt * BM, h);
     if (++mt == ntiles) {
       mt = 0;
       ++h;
     }
-    recompute_issue(it + 1);
-    dkv_issue(it);
-    fa8_wgmma_wait<1>();   /* the next tile's S^t, dP^t; this tile's dK / dV stay in flight */
-    elementwise(it + 1, m_first + mt * BM, down, up);
-    dkv_retire(it);
-  }
-  if (total > 0) {
-    finish_tile(total - 1, m_first + mt * BM, h);
-    dkv_issue(total - 1);
-    dkv_retire(total - 1);
   }
   if (dq_deferred && total > 0) {   /* the last tile's dQ */
     fa8_fence_async_smem();
