@@ -118,7 +118,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
         s.rows[t].qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
         s.rows[t].dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
         s.rows[t].lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
-        s.rows[t].delta[i] = 0.0f;
       }
       fa8_mbar_arrive(&s.q_full);
       /* the key tiles' scales into their stages: the consumers take them from shared memory after the stage's
