@@ -148,38 +148,21 @@ __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_ar
   }
 }
 
-/* P of this thread's elements, in place (sacc <- P), scaled by P's cast scale (fa8_lse2_row: P^ is cvt(P)
- * then). It needs only S^t, so it runs while dP^t is still on the tensor cores; branch-free, every tile
- * alike (a masked and an unmasked variant on two branches there made ptxas serialize every wgmma, C7515):
- * mask_tile zeroes what the mask hides once dP^t has retired. An element past a sequence end or the diagonal
- * comes out finite or +inf here (K's rows past Sk are zeros, an empty row's lse2 is -inf), never NaN. */
-__device__ __forceinline__ void p_tile(float (&sacc)[BM / 2], const fa8_qrows &r) {
-#pragma unroll
-  for (int i = 0; i < BM / 2; ++i) {
-    const int ql = fa8_acc_col(i);
-    sacc[i] = fa8_p<false>(sacc[i], r.qk[ql], r.lse2[ql], true);   /* the prep's P (fa8_p_dp), bit for bit */
-  }
-}
-/* fa8_p's mask, applied to p_tile's result: a tile crossing a sequence end or the causal diagonal */
-__device__ __forceinline__ void mask_tile(float (&sacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a, int m0, int key0) {
-#pragma unroll
-  for (int i = 0; i < BM / 2; ++i) {
-    const int ql = fa8_acc_col(i), kr = key0 + 8 * ((i >> 1) & 1);
-    const bool keep = fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL) & (r.lse2[ql] != -INFINITY);
-    sacc[i] = keep ? sacc[i] : 0.0f;   /* a select: both tests evaluated, no branch per element */
-  }
-}
-
-/* dS = P (dP^ - delta) in place (dacc <- dS), from p_tile's P, and the largest |dS|; the P scale rides along
- * (dS's tile exponent absorbs it, a power of two). A masked element has P = 0, so dS = 0 with no test here */
-__device__ __forceinline__ void ds_tile(const float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r,
-                                        int key0, int n0, const float *vs, float &amax) {
+/* P and dS = P (dP^ - delta) of this thread's elements, in place (sacc <- P, dacc <- dS), and their largest |dS|;
+ * both scaled by P's cast scale (fa8_lse2_row: P^ is cvt(P) then, and dS's tile exponent absorbs the scale, a
+ * power of two). MASK: the tile crosses a sequence end or the causal diagonal */
+template <bool MASK>
+__device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a,
+                                        int m0, int key0, int n0, const float *vs, float &amax) {
   float am[4] = { amax, 0.0f, 0.0f, 0.0f };   /* four partial maxima: a chain of BM/8 FMNMX, not BM/2 */
 #pragma unroll
   for (int i = 0; i < BM / 2; ++i) {
-    const int ql = fa8_acc_col(i), kr = key0 + 8 * ((i >> 1) & 1);
-    const float dpv = dacc[i] * (r.dos[ql] * vs[kr - n0]);   /* fa8_p_dp's dP^ term, the same product */
-    const float dsv = sacc[i] * (dpv - r.delta[ql]);
+    const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), kr = key0 + 8 * rr;
+    const bool vis = !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
+    float p, dpv;
+    fa8_p_dp<MASK>(sacc[i], dacc[i], r.qk[ql], r.lse2[ql], r.dos[ql] * vs[kr - n0], vis, p, dpv);
+    const float dsv = p * (dpv - r.delta[ql]);
+    sacc[i] = p;
     dacc[i] = dsv;
     am[i & 3] = fmaxf(am[i & 3], fabsf(dsv));
   }
@@ -340,8 +323,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
   /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
    * behind tile it's dK/dV/dQ GEMMs (sacc is free once P^ is converted), so the tensor cores run it during this
-   * tile's dQ staging; dP^t follows at the top of the tile (dacc too would not fit beside dK, dV and dQ), and
-   * runs under P's exp2 (p_tile) */
+   * tile's dQ staging; dP^t follows at the top of the tile (dacc too would not fit beside dK, dV and dQ) */
   float sacc[BM / 2], dacc[BM / 2];
   auto s_issue = [&](int next) {
     const int sn = next % STAGES;
@@ -358,8 +340,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
   int pend_h = 0, pend_m0 = 0;
   if (total > 0) s_issue(0);
-  fa8_wgmma_wait<0>();   /* every loop step starts with nothing in flight (below) */
-  fa8_fence_regs(sacc);
   int h, mt;
   seq_item(lo, ntiles, h, mt);
   for (int it = 0; it < total; ++it) {
@@ -368,16 +348,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_wgmma_fence();
     fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
     fa8_wgmma_commit();
-    /* S^t retired at the end of the previous step: P from it while dP^t runs (only sacc is touched before
-     * dP^t's wait); tiles inside both sequence ends and below the causal diagonal skip the mask */
-    p_tile(sacc, r);
     fa8_wgmma_wait<0>();
     fa8_fence_regs(sacc);
     fa8_fence_regs(dacc);
-    if (!fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL)) mask_tile(sacc, r, a, m0, key0);
-    /* dS = P (dP^ - delta) in place: dacc <- dS */
+    /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
+     * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
     float amax = 0.0f;
-    ds_tile(sacc, dacc, r, key0, n0, s.vs, amax);
+    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+      ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
+    else
+      ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
     /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
      * fmaxf drops NaN) */
     amax = fa8_warp_max_nonneg(amax);
@@ -484,10 +464,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       mt = 0;
       ++h;
     }
-    /* the next tile's S^t retires inside this step, after running under the dQ staging: with a group in
-     * flight across the back edge ptxas would serialize every wgmma once the next step reads S^t under dP^t */
-    fa8_wgmma_wait<0>();
-    fa8_fence_regs(sacc);
   }
   if (dq_deferred && total > 0) {   /* the last tile's dQ */
     fa8_fence_async_smem();
