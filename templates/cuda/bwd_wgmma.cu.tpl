@@ -322,14 +322,19 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   fa8_mbar_wait(&s.kv_full, 0);
 
   /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
-   * behind tile it's dK/dV/dQ GEMMs (sacc is free once P^ is converted), so the tensor cores run it during this
-   * tile's dQ staging; dP^t follows at the top of the tile (dacc too would not fit beside dK, dV and dQ) */
+   * behind tile it's dK/dV GEMMs once dQ's retired and is staged (sacc is free once P^ is converted); dP^t follows
+   * at the top of the tile unless DP_AHEAD */
   float sacc[BM / 2], dacc[BM / 2];
+  /* DP_AHEAD: dP^t too goes behind the previous tile's GEMMs (in flight then: dK, dV, their A fragments, S^t and
+   * dP^t); at d128 that spilled 512 bytes and serialized the wgmmas (C7512), so there dP^t waits for the top */
+  constexpr bool DP_AHEAD = !STATS && DQK + DV <= 128;
   auto s_issue = [&](int next) {
     const int sn = next % STAGES;
     fa8_mbar_wait(&s.full[sn], (next / STAGES) & 1);
     fa8_wgmma_fence();
     fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
+    if (DP_AHEAD && next > 0)
+      fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[sn][0][0]);
     fa8_wgmma_commit();
   };
   const int ntiles = query_tiles();
@@ -345,9 +350,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   for (int it = 0; it < total; ++it) {
     const int st = it % STAGES, m0 = m_first + mt * BM;
     const fa8_qrows &r = s.rows[st];
-    fa8_wgmma_fence();
-    fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
-    fa8_wgmma_commit();
+    if (!DP_AHEAD || it == 0) {
+      fa8_wgmma_fence();
+      fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
+      fa8_wgmma_commit();
+    }
     fa8_wgmma_wait<0>();
     fa8_fence_regs(sacc);
     fa8_fence_regs(dacc);
@@ -417,14 +424,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
     fa8_fence_async_smem();
 
-    fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
-    fa8_wgmma_fence();
-    const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
-#pragma unroll
-    for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
-#pragma unroll
-    for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
-    fa8_wgmma_commit();
     if (dq_deferred && it > 0 && threadIdx.x % 128 == 0) {
       /* the previous tile's dQ: its writers fenced before barrier 1; the read of the tile before it is done
        * before barrier 2, after which this tile's dQ overwrites that buffer */
@@ -433,33 +432,63 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
     fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
     float dq[NQ / 2];
-    fa8_wgmma_fence();
-    const uint32_t dslo = fa8_wgmma_desc_lo(&s.ds[0][0]), ktlo = fa8_wgmma_desc_lo(&s.kt[0][cw * NQ * FA8_CHUNK]);
+    auto issue_dq = [&]() {
+      fa8_wgmma_fence();
+      const uint32_t dslo = fa8_wgmma_desc_lo(&s.ds[0][0]), ktlo = fa8_wgmma_desc_lo(&s.kt[0][cw * NQ * FA8_CHUNK]);
 #pragma unroll
-    for (int k = 0; k < BN / 32; ++k)
-      wgmma_dq(dq, fa8_wgmma_desc_at(dslo, (k / 2) * sizeof(s.ds[0]) + (k % 2) * 32),
-               fa8_wgmma_desc_at(ktlo, (k / 2) * sizeof(s.kt[0]) + (k % 2) * 32), k > 0);
-    fa8_wgmma_commit();
-    if (it + 1 < total) {
-      s_issue(it + 1);
-      fa8_wgmma_wait<1>();   /* this tile's dK/dV/dQ group; the next tile's recompute stays in flight */
-    } else {
-      fa8_wgmma_wait<0>();
-    }
-    fa8_fence_regs(dv);
-    fa8_fence_regs(dk);
-    fa8_fence_regs(dq);
-    fa8_mbar_arrive(&s.empty[st]);
-    /* dQ by TMA reduce, double-buffered and deferred: this tile's fragment goes to shared memory now, its writers
+      for (int k = 0; k < BN / 32; ++k)
+        wgmma_dq(dq, fa8_wgmma_desc_at(dslo, (k / 2) * sizeof(s.ds[0]) + (k % 2) * 32),
+                 fa8_wgmma_desc_at(ktlo, (k / 2) * sizeof(s.kt[0]) + (k % 2) * 32), k > 0);
+      fa8_wgmma_commit();
+    };
+    auto issue_dkv = [&]() {
+      fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
+      fa8_wgmma_fence();
+      const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
+#pragma unroll
+      for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
+#pragma unroll
+      for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
+      fa8_wgmma_commit();
+    };
+    /* dQ by TMA reduce, double-buffered and deferred: this tile's fragment goes to shared memory, its writers
      * fence at the next tile's barrier 1 and the warpgroup's first thread issues the reduce before barrier 2
-     * (the fence and a 128-thread barrier here, right after the GEMM wait, were ~4 % of the stall samples) */
-    if (dq_deferred) {
-      fa8_dq_stage_write<NQ>(&s.dqs[cw][it & 1][0][0], dq, up * ks_tile * c);
-      pend_h = h;
-      pend_m0 = m0;
-    } else {
-      fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
+     * (the fence and a 128-thread barrier right after the GEMM wait were ~4 % of the stall samples) */
+    auto stage_dq = [&]() {
+      fa8_fence_regs(dq);
+      if (dq_deferred) {
+        fa8_dq_stage_write<NQ>(&s.dqs[cw][it & 1][0][0], dq, up * ks_tile * c);
+        pend_h = h;
+        pend_m0 = m0;
+      } else {
+        fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
+      }
+    };
+    /* the next tile's S^t, behind this tile's GEMMs: the tensor cores run it during the dQ staging */
+    auto next_s = [&]() {
+      if (it + 1 < total) {
+        s_issue(it + 1);
+        fa8_wgmma_wait<1>();   /* this tile's GEMMs; the next tile's recompute stays in flight */
+      } else {
+        fa8_wgmma_wait<0>();
+      }
+      fa8_fence_regs(dv);
+      fa8_fence_regs(dk);
+    };
+    if constexpr (!STATS) {
+      /* dQ first, in its own group: it retires while dK and dV still run, so its staging stores overlap them */
+      issue_dq();
+      issue_dkv();
+      fa8_wgmma_wait<1>();   /* dQ */
+      stage_dq();
+      next_s();
+    } else {   /* the diagnostics variant has no registers for that order (it spilled) */
+      issue_dkv();
+      issue_dq();
+      next_s();
+      stage_dq();
     }
+    fa8_mbar_arrive(&s.empty[st]);
     if (++mt == ntiles) {
       mt = 0;
       ++h;
