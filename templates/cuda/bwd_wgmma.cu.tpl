@@ -322,19 +322,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   fa8_mbar_wait(&s.kv_full, 0);
 
   /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
-   * behind tile it's dK/dV GEMMs once dQ's retired and is staged (sacc is free once P^ is converted); dP^t follows
-   * at the top of the tile unless DP_AHEAD */
+   * behind tile it's dK/dV GEMMs once dQ has retired and is staged (sacc is free once P^ is converted); dP^t
+   * follows at the top of the tile (dacc too: 512 bytes spilled at d128 and ptxas serialized the wgmmas, C7512) */
   float sacc[BM / 2], dacc[BM / 2];
-  /* DP_AHEAD: dP^t too goes behind the previous tile's GEMMs (in flight then: dK, dV, their A fragments, S^t and
-   * dP^t); at d128 that spilled 512 bytes and serialized the wgmmas (C7512), so there dP^t waits for the top */
-  constexpr bool DP_AHEAD = !STATS && DQK + DV <= 128;
   auto s_issue = [&](int next) {
     const int sn = next % STAGES;
     fa8_mbar_wait(&s.full[sn], (next / STAGES) & 1);
     fa8_wgmma_fence();
     fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
-    if (DP_AHEAD && next > 0)
-      fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[sn][0][0]);
     fa8_wgmma_commit();
   };
   const int ntiles = query_tiles();
@@ -350,11 +345,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   for (int it = 0; it < total; ++it) {
     const int st = it % STAGES, m0 = m_first + mt * BM;
     const fa8_qrows &r = s.rows[st];
-    if (!DP_AHEAD || it == 0) {
-      fa8_wgmma_fence();
-      fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
-      fa8_wgmma_commit();
-    }
+    fa8_wgmma_fence();
+    fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
+    fa8_wgmma_commit();
     fa8_wgmma_wait<0>();
     fa8_fence_regs(sacc);
     fa8_fence_regs(dacc);
@@ -370,6 +363,12 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     amax = fa8_warp_max_nonneg(amax);
     if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
     if (dq_deferred && it > 0) fa8_fence_async_smem();   /* the previous tile's dQ stores, long landed: no wait */
+    /* what does not need the tile maximum goes before the barrier, off the chain behind it: P^ (sacc holds
+     * P P_SCALE) and the tile's row scales */
+    uint32_t pa[BM / 32][4], da[BM / 32][4];
+    fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
+    fa8_fence_regs_u(pa);   /* formed here: ptxas would move most of it behind the barrier */
+    const float qs0 = r.qs[0], dos0 = r.dos[0];
     fa8_named_sync(1, 128 * CONSUMERS);
     /* the tile maximum as a tree (log2 of the warps dependent FMNMX instead of one per warp: on the path to the
      * dS^ conversion and the GEMM issue); exact, max is associative */
@@ -391,7 +390,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
 
     /* dK and dV in units of their current descale (constant over the query tile) */
-    const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
+    const float fv = dos0 * (1.0f / P_SCALE), fk = up * qs0 * c;
     /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
      * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
      * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
@@ -409,11 +408,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fv_prev = fv;
     fk_prev = fk;
 
-    /* P^ and dS^ as A fragments; dS^ also into shared memory as [query][key] for dQ */
+    /* dS^ as A fragments, and into shared memory as [query][key] for dQ */
 #pragma unroll
-    for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
-    uint32_t pa[BM / 32][4], da[BM / 32][4];
-    fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
+    for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;
     fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
     if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
 #pragma unroll
@@ -499,7 +496,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_named_sync(4 + cw, 128);
     if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
   }
-  if (dq_deferred && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
   /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_tail_split) */
   if (blockIdx.x < prm.split.first) {
     store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
@@ -508,6 +504,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     store_key_rows<DQK, true>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
     store_key_rows<DV, true>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
   }
+  /* the reduces' reads of shared memory must end before the CTA does; their writes complete with the grid (a full
+   * wait here held each warpgroup's first warp for the L2 round trip before its dK/dV stores) */
+  if (dq_deferred && threadIdx.x % 128 == 0) fa8_bulk_wait_read<0>();
 }
 }  // namespace
 
