@@ -53,7 +53,7 @@ function M.cuda_smem(cfg)
     local nq = qk // nc
     local dqs = nq % 32 == 0 and 2 * qk * bm * F32 or 2 * nc * F32   -- dQ staging slabs (or one float each)
     bytes = bn * (2 * qk + v) + st * 2 * bm * (qk + v) + bm * bn + dqs + st * QROWS_BYTES + 2 * 4 * nc * F32
-      + 5 * bm * 8 + bn * F32 + up(nc * 3 * 4, 8) + 8 * (2 + 3 * st)
+      + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st)
   else   -- templates/cuda/delta_wgmma.cu.tpl (matched): one 64-query tile of Q, dO per consumer warpgroup, the K / V
     -- ring, row data, scales
     bytes = nc * 64 * (qk + v) + st * bn * (qk + v) + nc * QROWS_BYTES + st * (bn + 4) * F32 + 8 * (1 + 2 * st)

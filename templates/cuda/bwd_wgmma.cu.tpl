@@ -2,12 +2,11 @@
  * FP8 attention backward, Hopper fast path (sm_90a), docs/numerics.md "Backward": the portable backward's
  * arithmetic (one power-of-two dS^ scale per BLOCK_M x BLOCK_N tile, dK/dV kept in units of the current
  * descale, dQ by FP32 atomics), on wgmma.
- * A persistent grid: each CTA runs work items (key tile, kv head, batch; item_at) round-robin. Warpgroup 0
- * produces: per item K, V and K^t once, then per (query head of the group, 64-query tile) Q, dO, Q^t, dO^t into a
- * STAGES-deep ring (TMA, 64-byte swizzle) and the tile's row data (scales, LSE, delta). Each consumer warpgroup owns
- * 64 keys: S^t = K Q^t and dP^t = V dO^t (shared with the matched delta prep: fa8_cuda_sm90_bwd.cuh), dS^t, then
- * dV += P^t dO^ and dK += dS^t Q^ from registers, and its share of the columns of dQ = dS^ K^ with dS^ written to
- * shared memory as the A operand (dQ added by TMA reduce, or FP32 atomics). */
+ * One CTA per (key tile, kv head, batch). Warpgroup 0 produces: K, V and K^t once, then per (query head of the
+ * group, 64-query tile) Q, dO, Q^t, dO^t into a STAGES-deep ring (TMA, 64-byte swizzle) and the tile's row data
+ * (scales, LSE, delta). Each consumer warpgroup owns 64 keys: S^t = K Q^t and dP^t = V dO^t (shared with the
+ * matched delta prep: fa8_cuda_sm90_bwd.cuh), dS^t, then dV += P^t dO^ and dK += dS^t Q^ from registers, and
+ * its share of the columns of dQ = dS^ K^ with dS^ written to shared memory as the A operand. */
 % local ty = FMT == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local tg = FMT_GRAD == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local function dregs(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = "%" .. i end return table.concat(t, ", ") end
@@ -45,8 +44,7 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   float wmax[2][4 * CONSUMERS];
   double diag[5][BM];   /* row diagnostics of one query tile (collect_stats only) */
   float vs[BN];
-  int pend[CONSUMERS][3];   /* batch, head, first row of the tile whose dQ fragment waits (its issuing thread's) */
-  uint64_t kv_full, kv_empty, full[STAGES], empty[STAGES];
+  uint64_t kv_full, full[STAGES], empty[STAGES];
   uint64_t tready[STAGES];   /* the stage's Q^t and dO^t are in the A order (permute_t's 64 threads arrive) */
 };
 static_assert(sizeof(Smem) + 1024 <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
@@ -56,35 +54,7 @@ struct Params {
   fa8_bwd_args a;
   fa8_bwd_maps m;        /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
   fa8_tail_split split;  /* non-causal: the last wave's key tiles split over query chunks (fa8_cuda_sm90.cuh) */
-  int items;             /* work items (item_at); the persistent grid's CTA c runs c, c + G, c + 2G, ... */
 };
-
-/* A work item: the key tile at n0 of kv head kh, batch b, and the chunk of its (query head, query tile) sequence
- * (-1: all of it; fa8_tail_split). Item vb of the sequence: causal grids take fa8_lpt_at's longest-first order over
- * (key tile, kv head x batch), the key tile at 0 being the longest (every query sees it); the others the tail-split
- * linear grid, key tile fastest. */
-struct Item {
-  int n0, kh, b, chunk;
-};
-__device__ __forceinline__ Item item_at(const Params &prm, int vb) {
-  const fa8_bwd_args &a = prm.a;
-  const int nkt = (a.Sk + BN - 1) / BN;
-  Item t;
-  if (CAUSAL) {
-    int rank, hb;
-    fa8_lpt_at(vb, nkt, a.Hkv * a.B, rank, hb);
-    t.n0 = rank * BN;
-    t.kh = hb % a.Hkv;
-    t.b = hb / a.Hkv;
-    t.chunk = -1;
-  } else {
-    const int lin = fa8_tail_split_at(prm.split, vb, t.chunk);
-    t.n0 = (lin % nkt) * BN;
-    t.kh = (lin / nkt) % a.Hkv;
-    t.b = lin / nkt / a.Hkv;
-  }
-  return t;
-}
 
 /* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
  * wgmma (da[kb][r]: key row g (+8 for odd r), the codes of queries kb*32 + (r>>1)*16 + 2t, 2t+1, 8+2t, 9+2t: the
@@ -114,9 +84,9 @@ __device__ __forceinline__ void store_ds_t(uint8_t *chunk, const uint32_t (&da)[
  * dS^ codes (fa8_acc_to_a, no quad shuffles); then arrive on tready. The consumers wait on it only before those
  * GEMMs, after the tile's recompute and elementwise phase. A stage is refilled only after its GEMMs retired. */
 constexpr int T_PERMUTERS = 64;
-__device__ __forceinline__ void permute_t(Smem &s, int g0, int count, int ptid) {
+__device__ __forceinline__ void permute_t(Smem &s, int total, int ptid) {
   constexpr int QT_BYTES = sizeof(s.qt[0]), DOT_BYTES = sizeof(s.dot[0]);
-  for (int it = g0; it < g0 + count; ++it) {   /* the CTA's running stage count */
+  for (int it = 0; it < total; ++it) {
     const int st = it % STAGES;
     fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
 #pragma unroll 1
@@ -230,20 +200,34 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const fa8_bwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
+  int n0, kh, b;
+  if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
+    int rank;
+    fa8_lpt_tile(rank, kh, b);
+    n0 = rank * BN;
+  } else {        /* a 1-D grid, key tile fastest; its last CTAs may be chunks of split key tiles */
+    int chunk;
+    const int lin = fa8_tail_split_tile(prm.split, chunk), nkt = (a.Sk + BN - 1) / BN;
+    n0 = (lin % nkt) * BN;
+    kh = (lin / nkt) % a.Hkv;
+    b = lin / nkt / a.Hkv;
+  }
   const int group = a.H / a.Hkv, diag = a.Sk - a.Sq;
-  /* the first query tile a key tile at n0 sees (causal); the mask form, not / BM * BM: with the division ptxas
-   * took the causal loop for divergent and serialized every wgmma (C7518) */
-  auto first_query = [&](int n0) { return CAUSAL ? max(0, n0 - diag) & ~(BM - 1) : 0; };
-  /* an item's query tiles per head and the part [lo, hi) of its (query head, query tile) sequence it runs (all but
-   * in a split key tile's chunk); formed inside each role: a value live across setmaxnreg was spilled (4 bytes,
-   * d=64) */
-  auto item_work = [&](const Item &t, int &ntiles, int &lo, int &hi) {
-    const int sq = fa8_after_fork(a.Sq), m_first = first_query(t.n0);
-    ntiles = sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
-    fa8_tail_split_range(prm.split, t.chunk, group * ntiles, lo, hi);
+  const int m_first = CAUSAL ? (max(0, n0 - diag) / BM) * BM : 0;
+  /* query tiles per head, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d=64) */
+  auto query_tiles = [&]() {
+    const int sq = fa8_after_fork(a.Sq);
+    return sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
+  };
+  /* the part [lo, hi) of the (query head, query tile) sequence this CTA runs: all of it but in a split key tile's
+   * chunk (fa8_tail_split); formed inside each role, like query_tiles */
+  auto seq_range = [&](int total, int &lo, int &hi) {
+    int chunk;
+    fa8_tail_split_tile(prm.split, chunk);
+    fa8_tail_split_range(prm.split, fa8_after_fork(chunk), total, lo, hi);
   };
   /* the query head and query tile of item lo of that sequence (ntiles query tiles per head) */
-  auto seq_item = [&](int kh, int lo, int ntiles, int &h, int &mt) {
+  auto seq_item = [&](int lo, int ntiles, int &h, int &mt) {
     h = kh * group + (ntiles ? lo / ntiles : 0);
     mt = ntiles ? lo % ntiles : 0;
   };
@@ -251,7 +235,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 
   if (threadIdx.x == 0) {
     fa8_mbar_init(&s.kv_full, 1);
-    fa8_mbar_init(&s.kv_empty, CONSUMERS * 4);   /* one arrive per consumer warp: the item's K, V, K^t are done */
     for (int i = 0; i < STAGES; ++i) {
       fa8_mbar_init(&s.full[i], 1 + 32);   /* the TMA thread and the row-data warp */
       /* every consumer thread arrives: the producer warp rewrites the stage's row data with plain stores, so
@@ -264,72 +247,39 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   }
   __syncthreads();
 
-  /* Persistent: the CTA runs items blockIdx.x, + gridDim.x, ...; the Q ring's stages (full/empty/tready, stage
-   * g % STAGES, parity (g / STAGES) & 1) are counted over all of its query tiles, never restarted. Item j's K, V,
-   * K^t land on kv_full (parity j & 1); the producer reloads them for item j + 1 once every consumer warp has
-   * arrived on kv_empty (parity j & 1) after the wait that retired its last GEMM reading them, so the next item's
-   * loads run under this item's dK/dV stores. */
   if (wg == 0) {   /* producer: thread 0 issues TMA, warp 1 writes the row data, warps 2-3 permute Q^t, dO^t */
     fa8_regs_release<PRODUCER_REGS>();
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     /* warp-uniform: a per-thread test here made ptxas spill in the 24-register TMA thread (the forward's twin) */
     if (__shfl_sync(0xffffffffu, warp, 0) >= 2) {
-      int g = 0;
-      for (int vb = blockIdx.x; vb < prm.items; vb += gridDim.x) {
-        int ntiles, lo, hi;
-        item_work(item_at(prm, vb), ntiles, lo, hi);
-        permute_t(s, g, hi - lo, threadIdx.x - 64);
-        g += hi - lo;
-      }
+      int lo, hi;
+      seq_range(group * query_tiles(), lo, hi);
+      permute_t(s, hi - lo, threadIdx.x - 64);
       return;
     }
-    /* two warp-uniform loops (warp 0 issues TMA from lane 0, warp 1 writes the row data), not one thread's loop
-     * with role tests: in the producer's 24 registers that spilled, and uniform loop state can live in the
-     * warp's uniform registers */
-    if (__shfl_sync(0xffffffffu, warp, 0) == 0) {
-      int g = 0, j = 0;
-      for (int vb = blockIdx.x; vb < prm.items; vb += gridDim.x, ++j) {
-        const Item t = item_at(prm, vb);
-        if (j > 0) fa8_mbar_wait(&s.kv_empty, (j - 1) & 1);
-        if (lane == 0) {
-          fa8_mbar_expect_tx(&s.kv_full, KV_BYTES);
-          for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[c], &prm.m.tk, &s.kv_full, c * FA8_CHUNK, t.n0, t.kh, t.b);
-          for (int c = 0; c < VCH; ++c) fa8_tma_load(s.v[c], &prm.m.tv, &s.kv_full, c * FA8_CHUNK, t.n0, t.kh, t.b);
-          for (int c = 0; c < KCH; ++c) fa8_tma_load(s.kt[c], &prm.m.tkt, &s.kv_full, t.n0 + c * FA8_CHUNK, 0, t.kh, t.b);
-        }
-        const int m_first = first_query(t.n0);
-        int ntiles, lo, hi, h, mt;
-        item_work(t, ntiles, lo, hi);
-        seq_item(t.kh, lo, ntiles, h, mt);
-        for (int it = lo; it < hi; ++it, ++g) {
-          const int st = g % STAGES, m0 = m_first + mt * BM;
-          if (g >= STAGES) fa8_mbar_wait(&s.empty[st], ((g / STAGES) - 1) & 1);
-          if (lane == 0) {
-            fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
-            for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.m.tq, &s.full[st], c * FA8_CHUNK, m0, h, t.b);
-            for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.m.tdo, &s.full[st], c * FA8_CHUNK, m0, h, t.b);
-            fa8_tma_load(s.qt[st], &prm.m.tqt, &s.full[st], m0, 0, h, t.b);
-            fa8_tma_load(s.dot[st], &prm.m.tdot, &s.full[st], m0, 0, h, t.b);
-          }
-          if (++mt == ntiles) {
-            mt = 0;
-            ++h;
-          }
-        }
-      }
-      return;
+    if (threadIdx.x == 0) {
+      fa8_mbar_expect_tx(&s.kv_full, KV_BYTES);
+      for (int c = 0; c < QCH; ++c) fa8_tma_load(s.k[c], &prm.m.tk, &s.kv_full, c * FA8_CHUNK, n0, kh, b);
+      for (int c = 0; c < VCH; ++c) fa8_tma_load(s.v[c], &prm.m.tv, &s.kv_full, c * FA8_CHUNK, n0, kh, b);
+      for (int c = 0; c < KCH; ++c) fa8_tma_load(s.kt[c], &prm.m.tkt, &s.kv_full, n0 + c * FA8_CHUNK, 0, kh, b);
     }
-    int g = 0;   /* warp 1: the row data */
-    for (int vb = blockIdx.x; vb < prm.items; vb += gridDim.x) {
-      const Item t = item_at(prm, vb);
-      const int b = t.b, m_first = first_query(t.n0);
-      const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, t.kh, t.n0), a.softmax_scale * FA8_LOG2E);
-      int ntiles, lo, hi, h, mt;
-      item_work(t, ntiles, lo, hi);
-      seq_item(t.kh, lo, ntiles, h, mt);
-      for (int it = lo; it < hi; ++it, ++g) {
-        const int st = g % STAGES, m0 = m_first + mt * BM;
-        if (g >= STAGES) fa8_mbar_wait(&s.empty[st], ((g / STAGES) - 1) & 1);
+    if (threadIdx.x != 0 && warp != 1) return;
+    const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, kh, n0), a.softmax_scale * FA8_LOG2E);
+    const int ntiles = query_tiles();
+    int lo, hi;
+    seq_range(group * ntiles, lo, hi);
+    int h, mt;
+    seq_item(lo, ntiles, h, mt);
+    for (int it = 0; it < hi - lo; ++it) {
+      const int st = it % STAGES, m0 = m_first + mt * BM;
+      if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
+      if (threadIdx.x == 0) {
+        fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
+        for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.m.tq, &s.full[st], c * FA8_CHUNK, m0, h, b);
+        for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.m.tdo, &s.full[st], c * FA8_CHUNK, m0, h, b);
+        fa8_tma_load(s.qt[st], &prm.m.tqt, &s.full[st], m0, 0, h, b);
+        fa8_tma_load(s.dot[st], &prm.m.tdot, &s.full[st], m0, 0, h, b);
+      } else {
         fa8_qrows &r = s.rows[st];
 #pragma unroll 1   /* one row at a time: this warp runs in the producer's 24 registers */
         for (int i = lane; i < BM; i += 32) {
@@ -342,10 +292,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
           r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
         }
         fa8_mbar_arrive(&s.full[st]);
-        if (++mt == ntiles) {
-          mt = 0;
-          ++h;
-        }
+      }
+      if (++mt == ntiles) {
+        mt = 0;
+        ++h;
       }
     }
     return;
@@ -356,13 +306,24 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const float c = a.softmax_scale, ds_max = fa8_fmt_max(FMT_GRAD);
   /* K's scale is constant over the key tile (the dispatcher checks k.scale_rows against BLOCK_N); V's may vary
    * per key. Key indices are recomputed where used: registers are the scarce resource here. */
+  const float ks_tile = fa8_scale_at(a.k_scale, b, kh, n0);
+  const int key0 = n0 + cw * 64 + warp * 16 + (lane >> 2);
+  for (int j = threadIdx.x - 128; j < BN; j += 128 * CONSUMERS)   /* V's scale per key, read per element */
+    s.vs[j] = n0 + j < a.Sk ? fa8_scale_at(a.v_scale, b, kh, n0 + j) : 0.0f;
   float dk[DQK / 2], dv[DV / 2];
+#pragma unroll
+  for (int i = 0; i < DQK / 2; ++i) dk[i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < DV / 2; ++i) dv[i] = 0.0f;
+  float fk_prev = 1.0f, fv_prev = 1.0f;
   if constexpr (STATS)
     for (int i = threadIdx.x - 128; i < 5 * BM; i += 128 * CONSUMERS) (&s.diag[0][0])[i] = 0.0;
-  /* S^t of query tile `next` (the CTA's running count; once its stage's Q is loaded), asynchronous: the loop
-   * issues tile it + 1's right behind tile it's dK/dV GEMMs once dQ has retired and is staged (sacc is free once
-   * P^ is converted); dP^t follows at the top of the tile (dacc too: 512 bytes spilled at d128 and ptxas
-   * serialized the wgmmas, C7512) */
+  fa8_named_sync(3, 128 * CONSUMERS);
+  fa8_mbar_wait(&s.kv_full, 0);
+
+  /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
+   * behind tile it's dK/dV GEMMs once dQ has retired and is staged (sacc is free once P^ is converted); dP^t
+   * follows at the top of the tile (dacc too: 512 bytes spilled at d128 and ptxas serialized the wgmmas, C7512) */
   float sacc[BM / 2], dacc[BM / 2];
   auto s_issue = [&](int next) {
     const int sn = next % STAGES;
@@ -371,208 +332,185 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_recompute_s_issue<FMT, DQK>(sacc, &s.k[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.q[sn][0][0]);
     fa8_wgmma_commit();
   };
-  /* dQ by deferred TMA reduce (below), across items too; the tile whose fragment waits is in s.pend, read only by
-   * the warpgroup's issuing thread (registers are the scarce resource here) */
+  const int ntiles = query_tiles();
+  int lo, hi;
+  seq_range(group * ntiles, lo, hi);
+  const int total = hi - lo;
+  /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
-  const int *pend = s.pend[cw];
-  int g0 = 0, j = 0;   /* query tiles run before this item; items run */
-  for (int vb = blockIdx.x; vb < prm.items; vb += gridDim.x, ++j) {
-    const Item item = item_at(prm, vb);
-    const int n0 = item.n0, kh = item.kh, b = item.b, m_first = first_query(n0);
-    const float ks_tile = fa8_scale_at(a.k_scale, b, kh, n0);
-    const int key0 = n0 + cw * 64 + warp * 16 + (lane >> 2);
-    /* V's scale per key, read per element; the previous item's readers are past their last barrier 2 */
-    for (int i = threadIdx.x - 128; i < BN; i += 128 * CONSUMERS)
-      s.vs[i] = n0 + i < a.Sk ? fa8_scale_at(a.v_scale, b, kh, n0 + i) : 0.0f;
+  int pend_h = 0, pend_m0 = 0;
+  if (total > 0) s_issue(0);
+  int h, mt;
+  seq_item(lo, ntiles, h, mt);
+  for (int it = 0; it < total; ++it) {
+    const int st = it % STAGES, m0 = m_first + mt * BM;
+    const fa8_qrows &r = s.rows[st];
+    fa8_wgmma_fence();
+    fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
+    fa8_wgmma_commit();
+    fa8_wgmma_wait<0>();
+    fa8_fence_regs(sacc);
+    fa8_fence_regs(dacc);
+    /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
+     * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
+    float amax = 0.0f;
+    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+      ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
+    else
+      ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
+    /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
+     * fmaxf drops NaN) */
+    amax = fa8_warp_max_nonneg(amax);
+    if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
+    if (dq_deferred && it > 0) fa8_fence_async_smem();   /* the previous tile's dQ stores, long landed: no wait */
+    /* what does not need the tile maximum goes before the barrier, off the chain behind it: P^ (sacc holds
+     * P P_SCALE) and the tile's row scales */
+    uint32_t pa[BM / 32][4], da[BM / 32][4];
+    fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
+    fa8_fence_regs_u(pa);   /* formed here: ptxas would move most of it behind the barrier */
+    const float qs0 = r.qs[0], dos0 = r.dos[0];
+    fa8_named_sync(1, 128 * CONSUMERS);
+    /* the tile maximum as a tree (log2 of the warps dependent FMNMX instead of one per warp: on the path to the
+     * dS^ conversion and the GEMM issue); exact, max is associative */
+    float wm[4 * CONSUMERS];
 #pragma unroll
-    for (int i = 0; i < DQK / 2; ++i) dk[i] = 0.0f;
+    for (int w = 0; w < 4 * CONSUMERS; ++w) wm[w] = s.wmax[it & 1][w];
 #pragma unroll
-    for (int i = 0; i < DV / 2; ++i) dv[i] = 0.0f;
-    float fk_prev = 1.0f, fv_prev = 1.0f;
-    fa8_named_sync(3, 128 * CONSUMERS);
-    fa8_mbar_wait(&s.kv_full, j & 1);
-    int ntiles, lo, hi, h, mt;
-    item_work(item, ntiles, lo, hi);
-    const int total = hi - lo;
-    if (total > 0) s_issue(g0);
-    seq_item(kh, lo, ntiles, h, mt);
-    for (int it = 0; it < total; ++it) {
-      const int g = g0 + it, st = g % STAGES, m0 = m_first + mt * BM;
-      const fa8_qrows &r = s.rows[st];
-      fa8_wgmma_fence();
-      fa8_recompute_dp_issue<FMT, FMT_GRAD, DV>(dacc, &s.v[0][cw * 64 * FA8_CHUNK], BN * FA8_CHUNK, &s.dout[st][0][0]);
-      fa8_wgmma_commit();
-      fa8_wgmma_wait<0>();
-      fa8_fence_regs(sacc);
-      fa8_fence_regs(dacc);
-      /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
-       * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
-      float amax = 0.0f;
-      if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-        ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-      else
-        ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-      /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
-       * fmaxf drops NaN) */
-      amax = fa8_warp_max_nonneg(amax);
-      if (lane == 0) s.wmax[g & 1][cw * 4 + warp] = amax;
-      if (dq_deferred && g > 0) fa8_fence_async_smem();   /* the previous tile's dQ stores, long landed: no wait */
-      /* what does not need the tile maximum goes before the barrier, off the chain behind it: P^ (sacc holds
-       * P P_SCALE) and the tile's row scales */
-      uint32_t pa[BM / 32][4], da[BM / 32][4];
-      fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
-      fa8_fence_regs_u(pa);   /* formed here: ptxas would move most of it behind the barrier */
-      const float qs0 = r.qs[0], dos0 = r.dos[0];
-      fa8_named_sync(1, 128 * CONSUMERS);
-      /* the tile maximum as a tree (log2 of the warps dependent FMNMX instead of one per warp: on the path to the
-       * dS^ conversion and the GEMM issue); exact, max is associative */
-      float wm[4 * CONSUMERS];
+    for (int n = 4 * CONSUMERS; n > 1; n = (n + 1) / 2)   /* an odd count keeps its middle element */
 #pragma unroll
-      for (int w = 0; w < 4 * CONSUMERS; ++w) wm[w] = s.wmax[g & 1][w];
-#pragma unroll
-      for (int n = 4 * CONSUMERS; n > 1; n = (n + 1) / 2)   /* an odd count keeps its middle element */
-#pragma unroll
-        for (int w = 0; w < n / 2; ++w) wm[w] = fmaxf(wm[w], wm[w + (n + 1) / 2]);
-      const float tmax = fmaxf(0.0f, wm[0]);
-      const int e2 = fa8_tile_exponent(tmax, ds_max);
-      /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
-      const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
-      if constexpr (STATS) {
-        add_diag(s.diag, sacc, dacc, r, down, up);
-        fa8_named_sync(3, 128 * CONSUMERS);
-        flush_diag(s.diag, a, b, h, m0);
-      }
-
-      /* dK and dV in units of their current descale (constant over the query tile) */
-      const float fv = dos0 * (1.0f / P_SCALE), fk = up * qs0 * c;
-      /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
-       * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
-       * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
-       * bits as skipping. */
-      if (fv != fv_prev) {
-        const float rv = fv_prev / fv;
-#pragma unroll
-        for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
-      }
-      if (fk != fk_prev) {
-        const float rk = fk_prev / fk;
-#pragma unroll
-        for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
-      }
-      fv_prev = fv;
-      fk_prev = fk;
-
-      /* dS^ as A fragments, and into shared memory as [query][key] for dQ */
-#pragma unroll
-      for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;
-      fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
-      if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
-#pragma unroll
-        for (int i = 0; i < BM / 2; ++i)
-          s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
-      } else {
-        store_ds_t(&s.ds[cw][0], da, warp, lane);
-      }
-      fa8_fence_async_smem();
-
-      if (dq_deferred && g > 0 && threadIdx.x % 128 == 0) {
-        /* the previous tile's dQ: its writers fenced before barrier 1; the read of the tile before it is done
-         * before barrier 2, after which this tile's dQ overwrites that buffer */
-        fa8_dq_stage_issue<NQ>(&s.dqs[cw][(g - 1) & 1][0][0], &prm.m.tdq, pend[0], pend[1], pend[2], cw * NQ);
-        fa8_bulk_wait_read<1>();
-      }
-      fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
-      float dq[NQ / 2];
-      auto issue_dq = [&]() {
-        fa8_wgmma_fence();
-        const uint32_t dslo = fa8_wgmma_desc_lo(&s.ds[0][0]), ktlo = fa8_wgmma_desc_lo(&s.kt[0][cw * NQ * FA8_CHUNK]);
-#pragma unroll
-        for (int k = 0; k < BN / 32; ++k)
-          wgmma_dq(dq, fa8_wgmma_desc_at(dslo, (k / 2) * sizeof(s.ds[0]) + (k % 2) * 32),
-                   fa8_wgmma_desc_at(ktlo, (k / 2) * sizeof(s.kt[0]) + (k % 2) * 32), k > 0);
-        fa8_wgmma_commit();
-      };
-      auto issue_dkv = [&]() {
-        fa8_mbar_wait(&s.tready[st], (g / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
-        fa8_wgmma_fence();
-        const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
-#pragma unroll
-        for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
-#pragma unroll
-        for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
-        fa8_wgmma_commit();
-      };
-      /* dQ by TMA reduce, double-buffered and deferred: this tile's fragment goes to shared memory, its writers
-       * fence at the next tile's barrier 1 and the warpgroup's first thread issues the reduce before barrier 2
-       * (the fence and a 128-thread barrier right after the GEMM wait were ~4 % of the stall samples) */
-      auto stage_dq = [&]() {
-        fa8_fence_regs(dq);
-        if (dq_deferred) {
-          fa8_dq_stage_write<NQ>(&s.dqs[cw][g & 1][0][0], dq, up * ks_tile * c);
-          if (threadIdx.x % 128 == 0) {   /* the thread that issues it reads them */
-            s.pend[cw][0] = b;
-            s.pend[cw][1] = h;
-            s.pend[cw][2] = m0;
-          }
-        } else {
-          fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
-        }
-      };
-      /* the next tile's S^t, behind this tile's GEMMs: the tensor cores run it during the dQ staging */
-      auto next_s = [&]() {
-        if (it + 1 < total) {
-          s_issue(g + 1);
-          fa8_wgmma_wait<1>();   /* this tile's GEMMs; the next tile's recompute stays in flight */
-        } else {
-          fa8_wgmma_wait<0>();
-        }
-        fa8_fence_regs(dv);
-        fa8_fence_regs(dk);
-      };
-      if constexpr (!STATS) {
-        /* dQ first, in its own group: it retires while dK and dV still run, so its staging stores overlap them */
-        issue_dq();
-        issue_dkv();
-        fa8_wgmma_wait<1>();   /* dQ */
-        stage_dq();
-        next_s();
-      } else {   /* the diagnostics variant has no registers for that order (it spilled) */
-        issue_dkv();
-        issue_dq();
-        next_s();
-        stage_dq();
-      }
-      fa8_mbar_arrive(&s.empty[st]);
-      if (++mt == ntiles) {
-        mt = 0;
-        ++h;
-      }
+      for (int w = 0; w < n / 2; ++w) wm[w] = fmaxf(wm[w], wm[w + (n + 1) / 2]);
+    const float tmax = fmaxf(0.0f, wm[0]);
+    const int e2 = fa8_tile_exponent(tmax, ds_max);
+    /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
+    const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
+    if constexpr (STATS) {
+      add_diag(s.diag, sacc, dacc, r, down, up);
+      fa8_named_sync(3, 128 * CONSUMERS);
+      flush_diag(s.diag, a, b, h, m0);
     }
-    /* the last tile's wait retired every GEMM reading K, V, K^t: the producer may load the next item's */
-    if (lane == 0) fa8_mbar_arrive(&s.kv_empty);
-    g0 += total;
-    /* dK, dV of this warpgroup's keys: this item owns them, or adds its chunk's share (fa8_tail_split) */
-    if (vb < prm.split.first) {
-      store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
-      store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = dos0 * (1.0f / P_SCALE), fk = up * qs0 * c;
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
+#pragma unroll
+      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
+    }
+    if (fk != fk_prev) {
+      const float rk = fk_prev / fk;
+#pragma unroll
+      for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
+    }
+    fv_prev = fv;
+    fk_prev = fk;
+
+    /* dS^ as A fragments, and into shared memory as [query][key] for dQ */
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;
+    fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
+    if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
+#pragma unroll
+      for (int i = 0; i < BM / 2; ++i)
+        s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
     } else {
-      store_key_rows<DQK, true>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
-      store_key_rows<DV, true>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+      store_ds_t(&s.ds[cw][0], da, warp, lane);
+    }
+    fa8_fence_async_smem();
+
+    if (dq_deferred && it > 0 && threadIdx.x % 128 == 0) {
+      /* the previous tile's dQ: its writers fenced before barrier 1; the read of the tile before it is done
+       * before barrier 2, after which this tile's dQ overwrites that buffer */
+      fa8_dq_stage_issue<NQ>(&s.dqs[cw][(it - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
+      fa8_bulk_wait_read<1>();
+    }
+    fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
+    float dq[NQ / 2];
+    auto issue_dq = [&]() {
+      fa8_wgmma_fence();
+      const uint32_t dslo = fa8_wgmma_desc_lo(&s.ds[0][0]), ktlo = fa8_wgmma_desc_lo(&s.kt[0][cw * NQ * FA8_CHUNK]);
+#pragma unroll
+      for (int k = 0; k < BN / 32; ++k)
+        wgmma_dq(dq, fa8_wgmma_desc_at(dslo, (k / 2) * sizeof(s.ds[0]) + (k % 2) * 32),
+                 fa8_wgmma_desc_at(ktlo, (k / 2) * sizeof(s.kt[0]) + (k % 2) * 32), k > 0);
+      fa8_wgmma_commit();
+    };
+    auto issue_dkv = [&]() {
+      fa8_mbar_wait(&s.tready[st], (it / STAGES) & 1);   /* Q^t, dO^t in the A order (permute_t) */
+      fa8_wgmma_fence();
+      const uint32_t dotlo = fa8_wgmma_desc_lo(&s.dot[st][0]), qtlo = fa8_wgmma_desc_lo(&s.qt[st][0]);
+#pragma unroll
+      for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, pa[k], fa8_wgmma_desc_at(dotlo, k * 32));
+#pragma unroll
+      for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, da[k], fa8_wgmma_desc_at(qtlo, k * 32));
+      fa8_wgmma_commit();
+    };
+    /* dQ by TMA reduce, double-buffered and deferred: this tile's fragment goes to shared memory, its writers
+     * fence at the next tile's barrier 1 and the warpgroup's first thread issues the reduce before barrier 2
+     * (the fence and a 128-thread barrier right after the GEMM wait were ~4 % of the stall samples) */
+    auto stage_dq = [&]() {
+      fa8_fence_regs(dq);
+      if (dq_deferred) {
+        fa8_dq_stage_write<NQ>(&s.dqs[cw][it & 1][0][0], dq, up * ks_tile * c);
+        pend_h = h;
+        pend_m0 = m0;
+      } else {
+        fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
+      }
+    };
+    /* the next tile's S^t, behind this tile's GEMMs: the tensor cores run it during the dQ staging */
+    auto next_s = [&]() {
+      if (it + 1 < total) {
+        s_issue(it + 1);
+        fa8_wgmma_wait<1>();   /* this tile's GEMMs; the next tile's recompute stays in flight */
+      } else {
+        fa8_wgmma_wait<0>();
+      }
+      fa8_fence_regs(dv);
+      fa8_fence_regs(dk);
+    };
+    if constexpr (!STATS) {
+      /* dQ first, in its own group: it retires while dK and dV still run, so its staging stores overlap them */
+      issue_dq();
+      issue_dkv();
+      fa8_wgmma_wait<1>();   /* dQ */
+      stage_dq();
+      next_s();
+    } else {   /* the diagnostics variant has no registers for that order (it spilled) */
+      issue_dkv();
+      issue_dq();
+      next_s();
+      stage_dq();
+    }
+    fa8_mbar_arrive(&s.empty[st]);
+    if (++mt == ntiles) {
+      mt = 0;
+      ++h;
     }
   }
-  if (dq_deferred && g0 > 0) {   /* the CTA's last tile's dQ */
+  if (dq_deferred && total > 0) {   /* the last tile's dQ */
     fa8_fence_async_smem();
     fa8_named_sync(4 + cw, 128);
-    if (threadIdx.x % 128 == 0) {
-      fa8_dq_stage_issue<NQ>(&s.dqs[cw][(g0 - 1) & 1][0][0], &prm.m.tdq, pend[0], pend[1], pend[2], cw * NQ);
-      /* the reduces' reads of shared memory must end before the CTA does; their writes complete with the grid */
-      fa8_bulk_wait_read<0>();
-    }
+    if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
   }
+  /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_tail_split) */
+  if (blockIdx.x < prm.split.first) {
+    store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
+    store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+  } else {
+    store_key_rows<DQK, true>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
+    store_key_rows<DV, true>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+  }
+  /* the reduces' reads of shared memory must end before the CTA does; their writes complete with the grid (a full
+   * wait here held each warpgroup's first warp for the L2 round trip before its dK/dV stores) */
+  if (dq_deferred && threadIdx.x % 128 == 0) fa8_bulk_wait_read<0>();
 }
 }  // namespace
 
-/* Zeroes dQ (accumulated with TMA reduces or atomics), then runs the backward on a persistent grid. */
+/* Zeroes dQ (accumulated with atomics), then runs the backward. */
 extern "C" int $(name)_launch(const void *args, void *stream) {
   Params prm;
   prm.a = *(const fa8_bwd_args *)args;
@@ -585,22 +523,17 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
   const int nkt = (a.Sk + BN - 1) / BN;
-  const int64_t tiles = (int64_t)nkt * a.Hkv * a.B;
-  if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one item per key tile, kv head, batch */
   if (CAUSAL) {
     prm.split = { INT_MAX, 1 };
-    prm.items = (int)tiles;
+    kernel<<<dim3(nkt, a.Hkv, a.B), WARPS * 32, smem, st>>>(prm);
   } else {
-    unsigned items;
-    if (const int e = fa8_tail_split_plan(prm.split, tiles, (a.H / a.Hkv) * ((a.Sq + BM - 1) / BM), items)) return e;
+    const int64_t tiles = (int64_t)nkt * a.Hkv * a.B;
+    if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one CTA per key tile, kv head, batch */
+    unsigned grid;
+    if (const int e = fa8_tail_split_plan(prm.split, tiles, (a.H / a.Hkv) * ((a.Sq + BM - 1) / BM), grid)) return e;
     if (const int e = fa8_bwd_split_prepare<BN, DQK, DV>(prm.split, a, st)) return e;
-    prm.items = (int)items;
+    kernel<<<grid, WARPS * 32, smem, st>>>(prm);
   }
-  if (prm.items == 0) return 0;
-  /* persistent: one CTA per resident slot, each walking the items round-robin (item_at) */
-  int ctas = 0;
-  if (const int e = fa8_resident_ctas(kernel, WARPS * 32, smem, &ctas)) return e;
-  kernel<<<(unsigned)(prm.items < ctas ? prm.items : ctas), WARPS * 32, smem, st>>>(prm);
   return (int)cudaGetLastError();
 }
 

@@ -118,9 +118,9 @@ static inline int fa8_tail_split_plan(fa8_tail_split &sp, int64_t tiles, int seq
   grid = (unsigned)(tiles - r + r * chunks);
   return 0;
 }
-/* the tile of position lin of the split grid (its linear index in the unsplit grid) and its chunk (-1: the whole
- * sequence) */
-__device__ __forceinline__ int fa8_tail_split_at(const fa8_tail_split &sp, int lin, int &chunk) {
+/* this CTA's tile (its linear index in the unsplit grid) and its chunk (-1: the whole sequence) */
+__device__ __forceinline__ int fa8_tail_split_tile(const fa8_tail_split &sp, int &chunk) {
+  int lin = blockIdx.x;
   chunk = -1;
   if (lin >= sp.first) {
     chunk = (lin - sp.first) % sp.chunks;
