@@ -389,26 +389,24 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       flush_diag(s.diag, a, b, h, m0);
     }
 
-    /* dK and dV in units of their current descale (constant over the query tile), rescaled right before their
-     * GEMMs: after dQ's issue, so the multiplies run while dQ's GEMM does, off the chain to barrier 2 */
-    auto rescale_kv = [&]() {
-      const float fv = dos0 * (1.0f / P_SCALE), fk = up * qs0 * c;
-      /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
-       * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain
-       * through MUFU.RCP). A ratio of unequal factors that rounds to 1 multiplies by 1: the same bits as skipping. */
-      if (fv != fv_prev) {
-        const float rv = fv_prev / fv;
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = dos0 * (1.0f / P_SCALE), fk = up * qs0 * c;
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
 #pragma unroll
-        for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
-      }
-      if (fk != fk_prev) {
-        const float rk = fk_prev / fk;
+      for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
+    }
+    if (fk != fk_prev) {
+      const float rk = fk_prev / fk;
 #pragma unroll
-        for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
-      }
-      fv_prev = fv;
-      fk_prev = fk;
-    };
+      for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
+    }
+    fv_prev = fv;
+    fk_prev = fk;
 
     /* dS^ as A fragments, and into shared memory as [query][key] for dQ */
 #pragma unroll
@@ -477,13 +475,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     if constexpr (!STATS) {
       /* dQ first, in its own group: it retires while dK and dV still run, so its staging stores overlap them */
       issue_dq();
-      rescale_kv();
       issue_dkv();
       fa8_wgmma_wait<1>();   /* dQ */
       stage_dq();
       next_s();
     } else {   /* the diagnostics variant has no registers for that order (it spilled) */
-      rescale_kv();
       issue_dkv();
       issue_dq();
       next_s();
