@@ -461,7 +461,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
         fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
       }
     };
-    /* the next tile's S^t, behind this tile's GEMMs: the tensor cores run it during the dQ staging */
+    /* the next tile's S^t, queued behind this tile's GEMMs; then their wait (the next S^t stays in flight) */
     auto next_s = [&]() {
       if (it + 1 < total) {
         s_issue(it + 1);
