@@ -363,11 +363,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     amax = fa8_warp_max_nonneg(amax);
     if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
     if (dq_deferred && it > 0) fa8_fence_async_smem();   /* the previous tile's dQ stores, long landed: no wait */
-    /* what does not need the tile maximum goes before the barrier, off the chain behind it: P^ (sacc holds
-     * P P_SCALE) and the tile's row scales */
+    /* what does not need the tile maximum is formed before the barrier, off the chain behind it: P^ (sacc holds
+     * P P_SCALE; ptxas interleaves most of its conversions with the tile-maximum loads) and the tile's row scales */
     uint32_t pa[BM / 32][4], da[BM / 32][4];
     fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
-    fa8_fence_regs_u(pa);   /* formed here: ptxas would move most of it behind the barrier */
     const float qs0 = r.qs[0], dos0 = r.dos[0];
     fa8_named_sync(1, 128 * CONSUMERS);
     /* the tile maximum as a tree (log2 of the warps dependent FMNMX instead of one per warp: on the path to the
