@@ -52,7 +52,7 @@ function M.cuda_smem(cfg)
   elseif f.dir == "bwd" then   -- templates/cuda/bwd_wgmma.cu.tpl: K, V, K^t; the Q / dO / Q^t / dO^t ring; dS^
     -- and the dQ staging slabs, both double-buffered; row data, maxima, diagnostics, V scales; mbarriers, dQ factors
     bytes = bn * (2 * qk + v) + st * 2 * bm * (qk + v) + 2 * bm * bn + 2 * qk * bm * F32 + st * QROWS_BYTES
-      + 2 * 4 * nc * F32 + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st) + 4 * 8 + 2 * F32
+      + 2 * 4 * nc * F32 + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st) + 6 * 8 + 2 * F32
   else   -- templates/cuda/delta_wgmma.cu.tpl (matched): one 64-query tile of Q, dO per consumer warpgroup, the K / V
     -- ring, row data, scales
     bytes = nc * 64 * (qk + v) + st * bn * (qk + v) + nc * QROWS_BYTES + st * (bn + 4) * F32 + 8 * (1 + 2 * st)

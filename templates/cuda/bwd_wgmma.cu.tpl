@@ -53,6 +53,7 @@ struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned 
   uint64_t kv_full, full[STAGES], empty[STAGES];
   uint64_t tready[STAGES];   /* the stage's Q^t and dO^t are in the A order (permute_t's 64 threads arrive) */
   uint64_t ds_full[2], ds_empty[2];   /* dS^ buffer written (every consumer thread) / read by dQ's wgmmas */
+  uint64_t tops[2];   /* the consumers' S^t and dP^t of tile i retired (tops[i & 1], i >= 1): the tensor cores idle */
   float dqf[2];                       /* the buffer's dQ factor (dS^'s descale x K's scale x softmax scale) */
 };
 static_assert(sizeof(Smem) + 1024 <= $(SMEM_MODEL), "shared memory: gen/fa8/constraints.lua (cuda_smem) undercounts this layout");
@@ -254,6 +255,7 @@ __global__ void __launch_bounds__(THREADS, 1) bwd_kernel(const __grid_constant__
     for (int i = 0; i < 2; ++i) {
       fa8_mbar_init(&s.ds_full[i], CONSUMERS * 128);
       fa8_mbar_init(&s.ds_empty[i], 128);
+      fa8_mbar_init(&s.tops[i], CONSUMERS * 128);
     }
     fa8_mbar_fence_init();
   }
@@ -326,6 +328,8 @@ __global__ void __launch_bounds__(THREADS, 1) bwd_kernel(const __grid_constant__
     for (int it = 0; it < hi - lo; ++it) {
       const int buf = it & 1, m0 = m_first + mt * BM;
       fa8_mbar_wait(&s.ds_full[buf], (it >> 1) & 1);
+      /* issued while the consumers run the next tile's elementwise phase, not beside their own GEMMs */
+      if (it + 1 < hi - lo) fa8_mbar_wait(&s.tops[(it + 1) & 1], ((it + 1) >> 1) & 1);
       const float fq = s.dqf[buf];
       /* the staging buffer was last read two tiles back: by the TMA reduce (its issuing thread waits for that
        * read) or by every thread's atomics (done before this barrier) */
@@ -417,6 +421,7 @@ __global__ void __launch_bounds__(THREADS, 1) bwd_kernel(const __grid_constant__
     fa8_wgmma_wait<0>();
     fa8_fence_regs(sacc);
     fa8_fence_regs(dacc);
+    if (it > 0) fa8_mbar_arrive(&s.tops[it & 1]);   /* the dQ warpgroup may issue tile it - 1's GEMM now */
     /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
      * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
     float amax = 0.0f;
