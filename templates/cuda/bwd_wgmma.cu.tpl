@@ -329,7 +329,7 @@ __global__ void __launch_bounds__(THREADS, 1) bwd_kernel(const __grid_constant__
       const int buf = it & 1, m0 = m_first + mt * BM;
       fa8_mbar_wait(&s.ds_full[buf], (it >> 1) & 1);
       /* issued while the consumers run the next tile's elementwise phase, not beside their own GEMMs */
-      if (it + 1 < hi - lo) fa8_mbar_wait(&s.tops[(it + 1) & 1], ((it + 1) >> 1) & 1);
+      if (it + 1 < hi - lo) fa8_mbar_wait(&s.tops[(it + 1) & 1], (it >> 1) & 1);   /* top i: phase (i - 1) / 2 */
       const float fq = s.dqf[buf];
       /* the staging buffer was last read two tiles back: by the TMA reduce (its issuing thread waits for that
        * read) or by every thread's atomics (done before this barrier) */
