@@ -11,7 +11,7 @@
 % local tg = FMT_GRAD == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local function dregs(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = "%" .. i end return table.concat(t, ", ") end
 % local function dops(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = ('"+f"(d[%d])'):format(i) end return table.concat(t, ", ") end
-% local DQN = 16   -- the dQ warpgroup's wgmma N: 16 columns of dQ at a time (8 accumulator registers; n32's 16 did not fit its 40)
+% local DQN = DQK <= 64 and 32 or 16   -- the dQ warpgroup's wgmma N (d128: n32's 16 accumulators did not fit its 40 registers)
 #include "fa8_cuda_sm90_bwd_io.cuh"
 
 namespace {
@@ -30,7 +30,7 @@ static_assert(DQK <= 256 && DV <= 256 && DQK % 32 == 0 && 32 % DQN == 0, "wgmma 
 /* setmaxnreg moves registers inside the CTA's launch allocation (128 x 512 at two consumers): the producer and the
  * dQ warpgroup must give up exactly what the consumers take; 32 for the producer hung the GPU suite once
  * (consumers' setmaxnreg.inc never returned). The dQ warpgroup holds one m64n32 accumulator (16). */
-constexpr int PRODUCER_REGS = 24, DQ_REGS = 40;
+constexpr int PRODUCER_REGS = 24, DQ_REGS = DQN == 32 ? 48 : 40;
 constexpr int LAUNCH_REGS = THREADS * ((65536 / THREADS) / 8 * 8);
 constexpr int CONSUMER_FREE = (LAUNCH_REGS - 128 * (PRODUCER_REGS + DQ_REGS)) / (128 * CONSUMERS) / 8 * 8;
 constexpr int CONSUMER_REGS = CONSUMER_FREE < 240 ? CONSUMER_FREE : 240;
