@@ -49,10 +49,11 @@ function M.cuda_smem(cfg)
   local bytes
   if f.dir == "fwd" then   -- templates/cuda/fwd_wgmma.cu.tpl: q, k ring, vt ring, kvs, mbarriers, last[], q_empty
     bytes = bm * qk + st * bn * (qk + v) + st * 4 * F32 + 8 + 3 * st * 8 + up(st * 4, 8) + 8
-  elseif f.dir == "bwd" then   -- templates/cuda/bwd_wgmma.cu.tpl: K, V, K^t; the Q / dO / Q^t / dO^t ring; dS^
-    -- and the dQ staging slabs, both double-buffered; row data, maxima, diagnostics, V scales; mbarriers, dQ factors
-    bytes = bn * (2 * qk + v) + st * 2 * bm * (qk + v) + 2 * bm * bn + 2 * qk * bm * F32 + st * QROWS_BYTES
-      + 2 * 4 * nc * F32 + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st) + 6 * 8 + 2 * F32
+  elseif f.dir == "bwd" then   -- templates/cuda/bwd_wgmma.cu.tpl
+    local nq = qk // nc
+    local dqs = nq % 32 == 0 and 2 * qk * bm * F32 or 2 * nc * F32   -- dQ staging slabs (or one float each)
+    bytes = bn * (2 * qk + v) + st * 2 * bm * (qk + v) + bm * bn + dqs + st * QROWS_BYTES + 2 * 4 * nc * F32
+      + 5 * bm * 8 + bn * F32 + 8 * (1 + 3 * st)
   else   -- templates/cuda/delta_wgmma.cu.tpl (matched): one 64-query tile of Q, dO per consumer warpgroup, the K / V
     -- ring, row data, scales
     bytes = nc * 64 * (qk + v) + st * bn * (qk + v) + nc * QROWS_BYTES + st * (bn + 4) * F32 + 8 * (1 + 2 * st)
@@ -126,10 +127,6 @@ function M.resources(cfg)
     local nc = math.max(t.warps // 4 - 1, 1)
     r.reg_budget = math.min(240, ((65536 - 128 * 24) // (nc * 128)) // 8 * 8)
     local split = M.wgmma_bwd_hdim_split(t)
-    if f.dir == "bwd" and not split then
-      -- bwd_wgmma's dQ warpgroup (40 registers) comes on top of the producer (24) and the consumers
-      r.reg_budget = math.min(240, ((65536 - 128 * (24 + 40)) // (nc * 128)) // 8 * 8)
-    end
     if f.dir == "bwd" and split then
       -- its producer keeps 40 registers (24 spilled there), so the consumers get 232
       r.reg_budget = 232
@@ -138,9 +135,7 @@ function M.resources(cfg)
       -- addressing.
       r.regs = qk // 4 + v // 4 + math.max(bm // 2, qk // 4) + 40
     elseif f.dir == "bwd" then
-      -- dQ is the dQ warpgroup's: S^t and dP^t at the elementwise peak, ~32 of addressing and row data (SASS,
-      -- nvcc 13, 2026-12-01: d128 fits 224 with no spill, 216 spills one accumulator)
-      r.regs = qk // 2 + v // 2 + bm + 32
+      r.regs = qk // 2 + v // 2 + math.max(bm, qk // nc // 2 + bm // 4) + 40
     else
       -- the matched prep: S and dP^ of its 64 queries x BLOCK_N keys per warpgroup (bn/2 each), a few row sums
       r.regs = bn + 40

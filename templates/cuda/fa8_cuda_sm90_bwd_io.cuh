@@ -76,29 +76,6 @@ __device__ __forceinline__ void fa8_dq_stage_add(float *stage, const CUtensorMap
   if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(stage, map, b, h, m0, col0);
 }
 
-/* dQ += a 64 x D fragment staged by fa8_dq_stage_write (D / 32 slabs at `stage`), read back by the 128 threads of
- * a warpgroup and added with the widest atomics dQ's layout allows: the path where dQ is not TMA-ready. Reading
- * the slabs keeps the adding warpgroup's registers to one float4 (the dQ warpgroup runs in 40). */
-template <int D>
-__device__ __forceinline__ void fa8_dq_add_staged(const fa8_bwd_args &a, int vec, int b, int h, int m0, const float *stage, int tid) {
-  float *base = (float *)a.dq.ptr + (int64_t)b * a.dq.sb + (int64_t)h * a.dq.sh;
-#pragma unroll 1
-  for (int u = tid; u < 64 * D / 4; u += 128) {   /* u: a 16-byte unit, row-major over the 64 x D fragment */
-    const int row = u / (D / 4), c4 = u % (D / 4), col = 4 * c4;
-    if (m0 + row >= a.Sq) continue;
-    const float4 v = *reinterpret_cast<const float4 *>(reinterpret_cast<const uint8_t *>(stage + (c4 / 8) * 64 * 32) + fa8_swz128(row, (c4 % 8) * 16));
-    float *dst = base + (int64_t)(m0 + row) * a.dq.ss + col;
-    if (vec == 4) {
-      atomicAdd(reinterpret_cast<float4 *>(dst), v);
-    } else if (vec == 2) {
-      atomicAdd(reinterpret_cast<float2 *>(dst), make_float2(v.x, v.y));
-      atomicAdd(reinterpret_cast<float2 *>(dst + 2), make_float2(v.z, v.w));
-    } else {
-      atomicAdd(dst, v.x), atomicAdd(dst + 1, v.y), atomicAdd(dst + 2, v.z), atomicAdd(dst + 3, v.w);
-    }
-  }
-}
-
 /* ---- host ---- */
 /* The backward's tensor maps and dQ path: K, V boxes of BN key rows; K^t of DQK rows (a BN-key chunk); Q, dO
  * boxes of BM query rows; Q^t, dO^t of DQK / DV rows (a BM-query chunk); dQ (FP32, [32 floats][BM rows]) when
