@@ -150,21 +150,18 @@ __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_ar
 
 /* P and dS = P (dP^ - delta) of this thread's elements, in place (sacc <- P, dacc <- dS), and their largest |dS|;
  * both scaled by P's cast scale (fa8_lse2_row: P^ is cvt(P) then, and dS's tile exponent absorbs the scale, a
- * power of two). MASK: the tile crosses a sequence end or the causal diagonal. VSU: one V scale covers the key
- * tile, so the dO x V factor is one multiply per query column, not per element. dP^ x factor - delta is one FFMA:
- * the lockstep elementwise phase is issue-bound (bench/results/2026-12-01-h200-bwd-ablations), so every
- * instruction removed here is time. */
-template <bool MASK, bool VSU>
+ * power of two). MASK: the tile crosses a sequence end or the causal diagonal */
+template <bool MASK>
 __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a,
                                         int m0, int key0, int n0, const float *vs, float &amax) {
   float am[4] = { amax, 0.0f, 0.0f, 0.0f };   /* four partial maxima: a chain of BM/8 FMNMX, not BM/2 */
-  const float vs0 = vs[0];
 #pragma unroll
   for (int i = 0; i < BM / 2; ++i) {
     const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), kr = key0 + 8 * rr;
     const bool vis = !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
-    const float p = fa8_p<MASK>(sacc[i], r.qk[ql], r.lse2[ql], vis);
-    const float dsv = p * fmaf(dacc[i], r.dos[ql] * (VSU ? vs0 : vs[kr - n0]), -r.delta[ql]);
+    float p, dpv;
+    fa8_p_dp<MASK>(sacc[i], dacc[i], r.qk[ql], r.lse2[ql], r.dos[ql] * vs[kr - n0], vis, p, dpv);
+    const float dsv = p * (dpv - r.delta[ql]);
     sacc[i] = p;
     dacc[i] = dsv;
     am[i & 3] = fmaxf(am[i & 3], fabsf(dsv));
@@ -313,8 +310,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const int key0 = n0 + cw * 64 + warp * 16 + (lane >> 2);
   for (int j = threadIdx.x - 128; j < BN; j += 128 * CONSUMERS)   /* V's scale per key, read per element */
     s.vs[j] = n0 + j < a.Sk ? fa8_scale_at(a.v_scale, b, kh, n0 + j) : 0.0f;
-  /* one V scale block covers the tile's keys (per-tensor scales, or blocks of >= BN rows) */
-  const bool vs_uniform = n0 / a.v_scale.rows == (min(n0 + BN, a.Sk) - 1) / a.v_scale.rows;
   float dk[DQK / 2], dv[DV / 2];
 #pragma unroll
   for (int i = 0; i < DQK / 2; ++i) dk[i] = 0.0f;
@@ -359,13 +354,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     /* P, dS = P (dP^ - delta) in place: sacc <- P, dacc <- dS; tiles inside both sequence ends and below the
      * causal diagonal skip the mask (branch-free loop; the matched prep makes the same split) */
     float amax = 0.0f;
-    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL)) {
-      if (vs_uniform) ds_tile<false, true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-      else ds_tile<false, false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-    } else {
-      if (vs_uniform) ds_tile<true, true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-      else ds_tile<true, false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
-    }
+    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+      ds_tile<false>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
+    else
+      ds_tile<true>(sacc, dacc, r, a, m0, key0, n0, s.vs, amax);
     /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups (amax >= 0, never NaN:
      * fmaxf drops NaN) */
     amax = fa8_warp_max_nonneg(amax);
