@@ -322,8 +322,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   fa8_mbar_wait(&s.kv_full, 0);
 
   /* S^t of query tile `next` (once its stage's Q is loaded), asynchronous: the loop issues tile it + 1's right
-   * behind tile it's dK/dV GEMMs once dQ has retired and is staged (sacc is free once P^ is converted); dP^t
-   * follows at the top of the tile (dacc too: 512 bytes spilled at d128 and ptxas serialized the wgmmas, C7512) */
+   * behind tile it's dK/dV GEMMs once dQ has retired and is staged (the diagnostics variant: behind dK/dV/dQ, before
+   * the staging; sacc is free once P^ is converted); dP^t follows at the top of the tile (dacc too: 512 bytes
+   * spilled at d128 and ptxas serialized the wgmmas, C7512) */
   float sacc[BM / 2], dacc[BM / 2];
   auto s_issue = [&](int next) {
     const int sn = next % STAGES;
