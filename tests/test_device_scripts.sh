@@ -5,6 +5,7 @@
 #     instance with local memory is only reported; no objects, no cuobjdump or a disassembly without functions
 #     (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
+#   * tools/device/ab-patch refuses a missing patch, a bad round count and a patch that does not reverse-apply;
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 set -uo pipefail
@@ -21,7 +22,7 @@ check() {   # check NAME WANT_RC PATTERN -- COMMAND...
     echo "ok   $name"
   fi
 }
-for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump; do
+for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch; do
   [ -f "$ROOT/tools/device/$s" ] && check "bash -n $s" 0 "" -- bash -n "$ROOT/tools/device/$s"
 done
 
@@ -51,6 +52,13 @@ mkdir -p "$T/empty"
 check "check-sass: no objects" 2 "no sm90a attention objects" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/empty"
 mkdir -p "$T/nobin"   # a PATH without cuobjdump (Debian's CUDA packages put one in /usr/bin)
 check "check-sass: no cuobjdump" 2 "cuobjdump not found" -- env PATH="$T/nobin" "$(command -v bash)" "$ROOT/tools/device/check-sass" "$T/b"
+
+# ab-patch's argument checks (before any build): a missing patch, a bad round count, a patch that does not reverse-apply
+mkdir -p "$T/abrepo" && git -C "$T/abrepo" init -q && printf 'x\n' > "$T/abrepo/f"
+printf -- '--- a/f\n+++ b/f\n@@ -1 +1 @@\n-y\n+z\n' > "$T/abrepo/p.patch"
+check "ab-patch: no patch file" 2 "no patch file 'nope.patch'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" nope.patch c 'S'
+check "ab-patch: bad rounds" 2 "ROUNDS must be a positive integer, got 'x'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" p.patch c 'S' x
+check "ab-patch: patch not applied" 2 "does not reverse-apply" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" p.patch c 'S'
 
 # h200-run from a checkout without .debs (a copy of nothing: an empty directory), artifacts kept under $T
 mkdir -p "$T/repo"
