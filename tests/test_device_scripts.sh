@@ -53,12 +53,12 @@ check "check-sass: no objects" 2 "no sm90a attention objects" -- env PATH="$T/bi
 mkdir -p "$T/nobin"   # a PATH without cuobjdump (Debian's CUDA packages put one in /usr/bin)
 check "check-sass: no cuobjdump" 2 "cuobjdump not found" -- env PATH="$T/nobin" "$(command -v bash)" "$ROOT/tools/device/check-sass" "$T/b"
 
-# ab-patch's argument checks (before any build): a missing patch, a bad round count, a patch that does not reverse-apply
+# ab-patch's argument checks (before any build): a missing patch, a bad round count, a patch that does not apply
 mkdir -p "$T/abrepo" && git -C "$T/abrepo" init -q && printf 'x\n' > "$T/abrepo/f"
 printf -- '--- a/f\n+++ b/f\n@@ -1 +1 @@\n-y\n+z\n' > "$T/abrepo/p.patch"
-check "ab-patch: no patch file" 2 "no patch file 'nope.patch'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" nope.patch c 'S'
-check "ab-patch: bad rounds" 2 "ROUNDS must be a positive integer, got 'x'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" p.patch c 'S' x
-check "ab-patch: patch not applied" 2 "does not reverse-apply" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" p.patch c 'S'
+check "ab-patch: no patch file" 2 "no patch file 'nope.patch'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' 1 nope.patch
+check "ab-patch: bad rounds" 2 "ROUNDS must be a positive integer, got 'x'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' x p.patch
+check "ab-patch: patch does not apply" 2 "'p.patch' does not apply" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
 
 # h200-run from a checkout without .debs (a copy of nothing: an empty directory), artifacts kept under $T
 mkdir -p "$T/repo"
