@@ -148,14 +148,6 @@ __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_ar
   }
 }
 
-#ifndef FA8_DS_EXP_STEP
-#define FA8_DS_EXP_STEP 4
-#endif
-/* EXPERIMENT: dS^'s tile exponent rounded up to a multiple of FA8_DS_EXP_STEP (a power of two) */
-__device__ __forceinline__ int fa8_ds_exponent(float amax, float fmax) {
-  return (fa8_tile_exponent(amax, fmax) + (FA8_DS_EXP_STEP - 1)) & ~(FA8_DS_EXP_STEP - 1);
-}
-
 /* P and dS = P (dP^ - delta) of this thread's elements, in place (sacc <- P, dacc <- dS), and their largest |dS|;
  * both scaled by P's cast scale (fa8_lse2_row: P^ is cvt(P) then, and dS's tile exponent absorbs the scale, a
  * power of two). MASK: the tile crosses a sequence end or the causal diagonal */
@@ -323,8 +315,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   for (int i = 0; i < DQK / 2; ++i) dk[i] = 0.0f;
 #pragma unroll
   for (int i = 0; i < DV / 2; ++i) dv[i] = 0.0f;
-  float fv_prev = 1.0f;
-  int e_prev = 0;   /* the previous tile's dS^ exponent: dK's unit is 2^e_prev c / P_SCALE */
+  float fk_prev = 1.0f, fv_prev = 1.0f;
   if constexpr (STATS)
     for (int i = threadIdx.x - 128; i < 5 * BM; i += 128 * CONSUMERS) (&s.diag[0][0])[i] = 0.0;
   fa8_named_sync(3, 128 * CONSUMERS);
@@ -378,8 +369,6 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     uint32_t pa[BM / 32][4], da[BM / 32][4];
     fa8_acc_to_a<FA8_FMT_E4M3, BM>(sacc, pa);
     const float qs0 = r.qs[0], dos0 = r.dos[0];
-    /* dS^ converted with the previous tile's exponent, off the tile-maximum chain: kept where it repeats */
-    fa8_acc_to_a<FMT_GRAD, BM>(dacc, qs0 * fa8_pow2(-e_prev), da);
     fa8_named_sync(1, 128 * CONSUMERS);
     /* the tile maximum as a tree (log2 of the warps dependent FMNMX instead of one per warp: on the path to the
      * dS^ conversion and the GEMM issue); exact, max is associative */
@@ -391,37 +380,42 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 #pragma unroll
       for (int w = 0; w < n / 2; ++w) wm[w] = fmaxf(wm[w], wm[w + (n + 1) / 2]);
     const float tmax = fmaxf(0.0f, wm[0]);
-    /* dacc holds P_SCALE dS; dS^ carries Q's scale: dS^ = cvt(dacc qs 2^-e), dS = dS^ 2^e / (P_SCALE qs) */
-    const int e2 = fa8_ds_exponent(tmax * qs0, ds_max);
-    const float down = qs0 * fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE), upq = up / qs0;
+    const int e2 = fa8_tile_exponent(tmax, ds_max);
+    /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
+    const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
     if constexpr (STATS) {
-      add_diag(s.diag, sacc, dacc, r, down, upq);
+      add_diag(s.diag, sacc, dacc, r, down, up);
       fa8_named_sync(3, 128 * CONSUMERS);
       flush_diag(s.diag, a, b, h, m0);
     }
 
-    /* dV in units of its current descale (dO's scale, constant over the query tile), dK in units of 2^e c / P_SCALE
-     * (Q's scale is in dS^): each rescaled only when its factor changes */
-    const float fv = dos0 * (1.0f / P_SCALE);
+    /* dK and dV in units of their current descale (constant over the query tile) */
+    const float fv = dos0 * (1.0f / P_SCALE), fk = up * qs0 * c;
+    /* the factors are uniform over the CTA and mostly unchanged (dO's scale block spans the tiles; the dS^
+     * exponent often repeats): skip the 64-128 multiplies per thread then, and the IEEE divisions (a chain through
+     * MUFU.RCP on the path to the GEMM issue). A ratio of unequal factors that rounds to 1 multiplies by 1: the same
+     * bits as skipping. */
     if (fv != fv_prev) {
       const float rv = fv_prev / fv;
 #pragma unroll
       for (int i = 0; i < DV / 2; ++i) dv[i] *= rv;
     }
-    fv_prev = fv;
-    if (e2 != e_prev) {   /* CTA-uniform; a power of two, exact */
-      const float rk = fa8_pow2(e_prev - e2);
+    if (fk != fk_prev) {
+      const float rk = fk_prev / fk;
 #pragma unroll
       for (int i = 0; i < DQK / 2; ++i) dk[i] *= rk;
-      fa8_acc_to_a<FMT_GRAD, BM>(dacc, down, da);
     }
-    e_prev = e2;
+    fv_prev = fv;
+    fk_prev = fk;
 
-    /* dS^ into shared memory as [query][key] for dQ */
+    /* dS^ as A fragments, and into shared memory as [query][key] for dQ */
+#pragma unroll
+    for (int i = 0; i < BM / 2; ++i) dacc[i] *= down;
+    fa8_acc_to_a<FMT_GRAD, BM>(dacc, da);
     if constexpr (STATS) {   /* the diagnostics variant keeps the byte stores: it has no registers to spare */
 #pragma unroll
       for (int i = 0; i < BM / 2; ++i)
-        s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i] * down);
+        s.ds[cw][fa8_swz64(fa8_acc_col(i), fa8_acc_row(i))] = fa8_cvt<FMT_GRAD>(dacc[i]);
     } else {
       store_ds_t(&s.ds[cw][0], da, warp, lane);
     }
@@ -460,11 +454,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     auto stage_dq = [&]() {
       fa8_fence_regs(dq);
       if (dq_deferred) {
-        fa8_dq_stage_write<NQ>(&s.dqs[cw][it & 1][0][0], dq, upq * ks_tile * c);
+        fa8_dq_stage_write<NQ>(&s.dqs[cw][it & 1][0][0], dq, up * ks_tile * c);
         pend_h = h;
         pend_m0 = m0;
       } else {
-        fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, upq * ks_tile * c);
+        fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
       }
     };
     /* the next tile's S^t, queued behind this tile's GEMMs; then their wait (the next S^t stays in flight) */
@@ -504,10 +498,10 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   }
   /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_tail_split) */
   if (blockIdx.x < prm.split.first) {
-    store_key_rows<DQK>(a.dk, dk, fa8_pow2(e_prev) * (c / P_SCALE), key0, kh, b, a.Sk);
+    store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
     store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
   } else {
-    store_key_rows<DQK, true>(a.dk, dk, fa8_pow2(e_prev) * (c / P_SCALE), key0, kh, b, a.Sk);
+    store_key_rows<DQK, true>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
     store_key_rows<DV, true>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
   }
   /* the reduces' reads of shared memory must end before the CTA does; their writes complete with the grid (a full

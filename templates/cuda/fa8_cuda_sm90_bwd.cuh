@@ -39,23 +39,6 @@ __device__ __forceinline__ void fa8_acc_to_a(const float (&x)[N / 2], uint32_t (
     fa8_codes_to_a<true>(w, af[kb]);
   }
 }
-/* the same, each value multiplied by m first (one FP32 rounding, as the CPU's cast of x * m) */
-template <fa8_fmt F, int N>
-__device__ __forceinline__ void fa8_acc_to_a(const float (&x)[N / 2], float m, uint32_t (&af)[N / 32][4]) {
-#pragma unroll
-  for (int kb = 0; kb < N / 32; ++kb) {
-    uint32_t w[2][2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int c0 = 4 * kb + 2 * h;
-        w[r][h] = fa8_pack_x2<F>(x[4 * c0 + 2 * r] * m, x[4 * c0 + 2 * r + 1] * m) |
-                  (fa8_pack_x2<F>(x[4 * (c0 + 1) + 2 * r] * m, x[4 * (c0 + 1) + 2 * r + 1] * m) << 16);
-      }
-    fa8_codes_to_a<true>(w, af[kb]);
-  }
-}
 
 /* Byte offset of (row, byte k) inside one [rows][64-byte] chunk written with the 64-byte swizzle (the layout
  * TMA's CU_TENSOR_MAP_SWIZZLE_64B produces and fa8_wgmma_desc reads): 16-byte unit bits 4-5 ^= bits 7-8. */
