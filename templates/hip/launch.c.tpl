@@ -39,8 +39,16 @@ int $(name)_launch(const void *args, void *stream) {
 % elseif f.dir == "bwd" then
 int $(name)_launch(const void *args, void *stream) {
   const fa8_bwd_args *a = (const fa8_bwd_args *)args;
-  struct { fa8_ten dq; int32_t B, S, H; } za = { a->dq, a->B, a->Sq, a->H };
-  int rc = fa8_hip_launch(&fa8_hipmod_$(name), "$(name)_zero", 256, 1, 1, 256, &za, sizeof za, stream);
+  /* dQ is accumulated with atomics, so zeroed first: a contiguous dQ by one memset, other strides by the row
+   * kernel (the CUDA twin: fa8_zero_rows) */
+  const int64_t rows = (int64_t)a->B * a->Sq * a->H;
+  int rc = 0;
+  if (rows > 0 && a->dq.sh == $(DQK) && a->dq.ss == (int64_t)a->H * $(DQK) && (a->B == 1 || a->dq.sb == (int64_t)a->Sq * a->H * $(DQK))) {
+    rc = fa8_hip_memset(a->dq.ptr, (size_t)rows * $(DQK) * sizeof(float), stream);
+  } else if (rows > 0) {
+    struct { fa8_ten dq; int32_t B, S, H; } za = { a->dq, a->B, a->Sq, a->H };
+    rc = fa8_hip_launch(&fa8_hipmod_$(name), "$(name)_zero", 256, 1, 1, 256, &za, sizeof za, stream);
+  }
   if (rc != 0) return rc;
   return fa8_hip_launch(&fa8_hipmod_$(name), "$(name)_kernel", (unsigned)((a->Sk + $(BN) - 1) / $(BN)), (unsigned)a->Hkv, (unsigned)a->B,
                         $(HIP_THREADS), a, sizeof *a, stream);
