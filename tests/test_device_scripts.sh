@@ -5,7 +5,7 @@
 #     instance with local memory is only reported; no objects, no cuobjdump or a disassembly without functions
 #     (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
-#   * tools/device/ab-patch refuses a missing patch, a bad round count and a patch that does not reverse-apply;
+#   * tools/device/ab-patch refuses a missing patch, a bad round count and a patch that does not apply;
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 set -uo pipefail
