@@ -83,6 +83,21 @@ __device__ __forceinline__ void store_ds_t(uint8_t *chunk, const uint32_t (&da)[
  * columns in the A order (fa8_keys_to_a_order) in place, so dK's and dV's wgmmas take the consumers' own P^ and
  * dS^ codes (fa8_acc_to_a, no quad shuffles); then arrive on tready. The consumers wait on it only before those
  * GEMMs, after the tile's recompute and elementwise phase. A stage is refilled only after its GEMMs retired. */
+/* K^t's head-dim rows permuted within each 8 (fa8_stm_row_of), once per CTA by the consumers, so that dQ's GEMM
+ * gives its columns in the order fa8_dq_stage_write_stm stages */
+__device__ __forceinline__ void kt_rows_for_stmatrix(Smem &s, int tid) {
+  constexpr int ITEMS = KCH * (DQK / 8) * 4;   /* (chunk, group of 8 rows, 16-byte unit) */
+  for (int w = tid; w < ITEMS; w += 128 * CONSUMERS) {
+    const int c = w / (DQK / 8 * 4), g = (w / 4) % (DQK / 8), u = w % 4;
+    const uint32_t base = fa8_smem_addr(&s.kt[c][0]);
+    uint4 x[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) x[r] = fa8_lds128(base + fa8_swz64(8 * g + r, 16 * u));
+#pragma unroll
+    for (int n = 0; n < 8; ++n) fa8_sts128(base + fa8_swz64(8 * g + n, 16 * u), x[fa8_stm_row_of(n)]);
+  }
+}
+
 constexpr int T_PERMUTERS = 64;
 __device__ __forceinline__ void permute_t(Smem &s, int total, int ptid) {
   constexpr int QT_BYTES = sizeof(s.qt[0]), DOT_BYTES = sizeof(s.dot[0]);
@@ -340,6 +355,11 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
   int pend_h = 0, pend_m0 = 0;
+  if (dq_deferred) {   /* dQ staged by stmatrix: its GEMM's B rows in that order (only dQ reads K^t) */
+    kt_rows_for_stmatrix(s, threadIdx.x - 128);
+    fa8_fence_async_smem();
+    fa8_named_sync(3, 128 * CONSUMERS);
+  }
   if (total > 0) s_issue(0);
   int h, mt;
   seq_item(lo, ntiles, h, mt);
@@ -454,7 +474,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     auto stage_dq = [&]() {
       fa8_fence_regs(dq);
       if (dq_deferred) {
-        fa8_dq_stage_write<NQ>(&s.dqs[cw][it & 1][0][0], dq, up * ks_tile * c);
+        fa8_dq_stage_write_stm<NQ>(&s.dqs[cw][it & 1][0][0], dq, up * ks_tile * c);
         pend_h = h;
         pend_m0 = m0;
       } else {

@@ -59,6 +59,26 @@ __device__ __forceinline__ void fa8_dq_stage_write(float *stage, const float (&d
     *dst = make_float2(dq[i] * fq, dq[i + 1] * fq);
   }
 }
+/* The same slabs written by stmatrix (NQ / 8 stores a thread instead of NQ / 4), for a fragment whose columns come
+ * out of its GEMM in the order (0, 4, 1, 5, 2, 6, 3, 7) of each 8 (its B operand's rows permuted so, fa8_stm_row_of):
+ * a thread's even and odd columns of a row are then element t of two 4-float rows, which is what stmatrix's b16
+ * pairs hold (one FP32 per pair, no transpose); lane l gives the address of row l % 8 of matrix l / 8. */
+template <int NQ>
+__device__ __forceinline__ void fa8_dq_stage_write_stm(float *stage, const float (&dq)[NQ / 2], float fq) {
+  const int lane = threadIdx.x & 31, m = lane >> 3;
+  const int row = ((threadIdx.x % 128) >> 5) * 16 + (lane & 7) + 8 * (m >> 1);
+#pragma unroll
+  for (int j = 0; j < NQ / 8; ++j) {
+    const int col = 8 * j + 4 * (m & 1);
+    const uint32_t addr = fa8_smem_addr(reinterpret_cast<uint8_t *>(stage + (col / 32) * 64 * 32) + fa8_swz128(row, (col % 32) * 4));
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
+                 "r"(__float_as_uint(dq[4 * j] * fq)), "r"(__float_as_uint(dq[4 * j + 1] * fq)),
+                 "r"(__float_as_uint(dq[4 * j + 2] * fq)), "r"(__float_as_uint(dq[4 * j + 3] * fq))
+                 : "memory");
+  }
+}
+/* the source row, within its group of 8, of B operand row n for fa8_dq_stage_write_stm's column order */
+__device__ __forceinline__ constexpr int fa8_stm_row_of(int n) { return (n & 1) * 4 + (n >> 1); }
 /* the warpgroup's first thread, once every writer of `stage` has fenced its stores and passed a barrier with it:
  * the TMA reduce-adds of the NQ / 32 slabs as one bulk group */
 template <int NQ>
