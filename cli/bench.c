@@ -1,17 +1,30 @@
 /* `fa8 bench`: forward and backward times of one problem on a GPU backend, per delta mode, as JSON lines.
  * CUDA events around each call, warm-up, median of repetitions. FLOPs: forward 2*B*H*Sq*Sk*(dqk + dv)
  * (= 4*B*H*S^2*d for dqk = dv), backward 2.5x that, both halved for causal; the backward time of `matched`
- * includes its delta-prep pass. */
+ * includes its delta-prep pass. The modes are timed in interleaved rounds (each round runs every mode's forward,
+ * then its backward, once), so that the GPU's clock and power drift during a call falls on every mode alike:
+ * timed one mode after another, the same forward kernel measured 3-6 % slower as the second mode than as the
+ * first on the H200 (bench/NOTES.md, 2026-12-01), which biased every Delta-Matching cost line. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "cli.h"
 #include "gpu_mem.h"
 #include "harness.h"
 #include "opts.h"
 
+enum { MAX_MODES = 8, WARMUP_ROUNDS = 3 };
 typedef struct { fa8_problem p; fa8_fwd_tensors f; fa8_bwd_tensors b; void *ws; size_t wsb; } call;
 static int fwd(void *c) { call *k = c; return fa8_forward(&k->p, &k->f, NULL, 0, NULL) != FA8_OK; }
 static int bwd(void *c) { call *k = c; return fa8_backward(&k->p, &k->b, k->ws, k->wsb, NULL) != FA8_OK; }
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+static double median_ms(double *x, int n) {   /* sorts x */
+  qsort(x, (size_t)n, sizeof *x, cmp_double);
+  return x[n / 2];
+}
 
 int cli_bench(int argc, char **argv) {
   h_config c;
@@ -42,8 +55,13 @@ int cli_bench(int argc, char **argv) {
     char chk[128];
     snprintf(chk, sizeof chk, "%s", modes);
     fa8_delta_mode m;
-    for (char *tok = strtok(chk, ","); tok; tok = strtok(NULL, ","))
+    int n = 0;
+    for (char *tok = strtok(chk, ","); tok; tok = strtok(NULL, ","), ++n)
       if (h_delta_from_name(tok, &m)) { fprintf(stderr, "fa8 bench: --modes '%s' is not a delta mode\n", tok); return 2; }
+    if (n == 0 || n > MAX_MODES) {
+      fprintf(stderr, "fa8 bench: --modes '%s' must name 1 to %d delta modes\n", modes, MAX_MODES);
+      return 2;
+    }
   }
   if (h_gpu_count() == 0) { fprintf(stderr, "fa8 bench: no CUDA device\n"); return 1; }
   h_data d;
@@ -56,24 +74,42 @@ int cli_bench(int argc, char **argv) {
                        (c.p.causal ? 0.5 : 1.0);
   char buf[128];
   snprintf(buf, sizeof buf, "%s", modes);
-  int rc = 0;
-  for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+  const char *names[MAX_MODES];
+  call k[MAX_MODES];
+  fa8_dispatch_names dn[MAX_MODES];
+  int n = 0, rc = 0;
+  for (char *tok = strtok(buf, ","); tok && !rc; tok = strtok(NULL, ","), ++n) {
     fa8_delta_mode m;
-    if (h_delta_from_name(tok, &m)) { fprintf(stderr, "fa8 bench: --modes '%s' is not a delta mode\n", tok); rc = 2; break; }
-    call k;
-    h_views(&d, m, &k.p, &k.f, &k.b);
-    k.p.collect_stats = 0;
-    k.ws = NULL; k.wsb = 0;
-    fa8_dispatch_names dn;
-    if (fa8_dispatch(&k.p, &dn) != FA8_OK) { fprintf(stderr, "fa8 bench: %s\n", fa8_last_error()); rc = 1; break; }
-    const double tf = h_gpu_median_ms(fwd, &k, 3, reps), tb = h_gpu_median_ms(bwd, &k, 3, reps);
-    if (tf < 0 || tb < 0) { fprintf(stderr, "fa8 bench: %s: %s\n", tok, fa8_last_error()); rc = 1; break; }
+    h_delta_from_name(tok, &m);   /* checked above */
+    names[n] = tok;
+    h_views(&d, m, &k[n].p, &k[n].f, &k[n].b);
+    k[n].p.collect_stats = 0;
+    k[n].ws = NULL; k[n].wsb = 0;
+    if (fa8_dispatch(&k[n].p, &dn[n]) != FA8_OK) { fprintf(stderr, "fa8 bench: %s: %s\n", tok, fa8_last_error()); rc = 1; }
+  }
+  double *t = rc ? NULL : malloc(sizeof(double) * 2 * (size_t)n * (size_t)reps);
+  if (!rc && !t) { fprintf(stderr, "fa8 bench: out of memory\n"); rc = 1; }
+  /* t[(2 i + dir) * reps + r]: mode i, forward (dir 0) or backward (1), round r; a backward follows its own forward */
+  for (int r = -WARMUP_ROUNDS; r < reps && !rc; ++r)
+    for (int i = 0; i < n && !rc; ++i) {
+      double tf, tb;
+      if (h_gpu_times_ms(fwd, &k[i], 0, 1, &tf) || h_gpu_times_ms(bwd, &k[i], 0, 1, &tb)) {
+        fprintf(stderr, "fa8 bench: %s: %s\n", names[i], fa8_last_error());
+        rc = 1;
+      } else if (r >= 0) {
+        t[(2 * i) * reps + r] = tf;
+        t[(2 * i + 1) * reps + r] = tb;
+      }
+    }
+  for (int i = 0; i < n && !rc; ++i) {
+    const double tf = median_ms(&t[(2 * i) * reps], reps), tb = median_ms(&t[(2 * i + 1) * reps], reps);
     printf("{\"system\": \"fa8-%s\", \"B\": %d, \"H\": %d, \"Hkv\": %d, \"S\": %d, \"dqk\": %d, \"dv\": %d, \"causal\": %s, "
            "\"scale_rows\": %d, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
-           tok, c.p.batch, c.p.heads, c.p.kv_heads, c.p.seqlen_q, c.p.hdim_qk, c.p.hdim_v, c.p.causal ? "true" : "false",
-           c.p.scale_rows, tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn.fwd, dn.bwd);
-    fflush(stdout);
+           names[i], c.p.batch, c.p.heads, c.p.kv_heads, c.p.seqlen_q, c.p.hdim_qk, c.p.hdim_v, c.p.causal ? "true" : "false",
+           c.p.scale_rows, tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn[i].fwd, dn[i].bwd);
   }
+  fflush(stdout);
+  free(t);
   h_free(&d);
   return rc;
 }

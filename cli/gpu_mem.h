@@ -10,8 +10,6 @@ int h_gpu_get(void *dst, const void *src, size_t n);         /* synchronous; 0 o
 int h_gpu_count(void);                                       /* usable devices (0 without a GPU backend) */
 
 
-/* Median milliseconds of fn(ctx) over `reps` runs after `warmup`, timed with device events. -1 on error. */
-double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps);
 /* All timings (ms, sorted ascending) of fn(ctx) after warmup, by device events; 0 ok. */
 int h_gpu_times_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps, double *out);
 void h_gpu_versions(char *cuda, size_t n1, char *driver, size_t n2);

@@ -70,11 +70,3 @@ void h_gpu_versions(char *cuda, size_t n1, char *driver, size_t n2) {
   }
 }
 
-double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {
-  if (reps < 1) return -1;
-  double *t = malloc(sizeof(double) * (size_t)reps);
-  if (!t) return -1;
-  const double med = h_gpu_times_ms(fn, ctx, warmup, reps, t) ? -1 : t[reps / 2];
-  free(t);
-  return med;
-}

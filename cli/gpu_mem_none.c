@@ -4,10 +4,6 @@ void h_gpu_free(void *p) { (void)p; }
 int h_gpu_put(void *dst, const void *src, size_t n) { (void)dst; (void)src; (void)n; return -1; }
 int h_gpu_get(void *dst, const void *src, size_t n) { (void)dst; (void)src; (void)n; return -1; }
 int h_gpu_count(void) { return 0; }
-double h_gpu_median_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps) {
-  (void)fn; (void)ctx; (void)warmup; (void)reps;
-  return -1;
-}
 int h_gpu_times_ms(int (*fn)(void *ctx), void *ctx, int warmup, int reps, double *out) {
   (void)fn; (void)ctx; (void)warmup; (void)reps; (void)out;
   return -1;

@@ -198,7 +198,9 @@ Test(run, bench_refuses_bad_flags) {
   const char *cases[][2] = { { "bench --modes stale,fresh", "fresh" }, { "bench --hdim 12x", "12x" },
                              { "bench --backend tpu", "tpu" }, { "bench --backend cpu", "probe" },
                              { "bench --reps 0", "--reps" }, { "bench --bogus", "--bogus" },
-                             { "bench --scale-rows -1", "--scale-rows" }, { "bench --scale-rows many", "many" } };
+                             { "bench --scale-rows -1", "--scale-rows" }, { "bench --scale-rows many", "many" },
+                             { "bench --modes stale,stale,stale,stale,stale,stale,stale,stale,stale", "stale,stale" },
+                             { "bench --modes ,", "--modes" } };
   char out[2048];
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     const int rc = fa8_cmd(out, sizeof out, cases[i][0]);
