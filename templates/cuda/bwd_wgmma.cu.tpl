@@ -58,34 +58,41 @@ struct Params {
 
 /* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
  * wgmma (da[kb][r]: key row g (+8 for odd r), the codes of queries kb*32 + (r>>1)*16 + 2t, 2t+1, 8+2t, 9+2t: the
- * thread's own accumulator columns, fa8_acc_to_a): a 4x4 byte transpose across the four lanes 4 apart (two
- * shuffles, two byte permutes) leaves each register holding 4 consecutive keys of one query, stored as one 32-bit
- * word: 8 stores per thread instead of 32 byte stores with their conversions and swizzled addresses. Checked by
- * simulation against the per-element layout (with the natural query order of the quad-shuffled fragments). */
+ * thread's own accumulator columns, fa8_acc_to_a): keys g and g + 8 of each query side by side in one 16-bit pair
+ * (two byte permutes per register pair), then stmatrix.trans, which stores fragment column c (a query) as memory
+ * row c: 8 byte permutes and 2 STSM a thread instead of 16 shuffles, 16 byte permutes and 8 stores. Each 16-byte
+ * unit of a row then holds its 16 keys in the order j -> j/2 + 8 (j%2), which kt_for_dq gives K^t too (dQ's sum
+ * over keys pairs the same key on both sides). Checked lane by lane: bench/experiments/bwd-ds-stmatrix-sim.py. */
 __device__ __forceinline__ void store_ds_t(uint8_t *chunk, const uint32_t (&da)[BM / 32][4], int warp, int lane) {
-  const int g = lane >> 2, t = lane & 3, j = g & 3;
-  const uint32_t sel1 = j < 2 ? 0x5410u : 0x3276u;   /* swap the off-diagonal 2x2 blocks of 16-bit halves */
-  const uint32_t sel2 = (j & 1) ? 0x3715u : 0x6240u; /* transpose the bytes inside each 2x2 block */
-  const uint32_t base = (uint32_t)__cvta_generic_to_shared(chunk);   /* STS, not generic stores */
+  const uint32_t base = fa8_smem_addr(chunk);
 #pragma unroll
-  for (int kb = 0; kb < BM / 32; ++kb)
+  for (int kb = 0; kb < BM / 32; ++kb) {
+    uint32_t m[4];   /* matrix i: queries kb*32 + 8i .. +7; lane 8i + c gives the address of its query c */
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      uint32_t w = da[kb][r];
-      w = __byte_perm(w, __shfl_xor_sync(0xffffffffu, w, 8), sel1);
-      w = __byte_perm(w, __shfl_xor_sync(0xffffffffu, w, 4), sel2);
-      const int q = kb * 32 + (r >> 1) * 16 + (j < 2 ? 2 * t + j : 8 + 2 * t + j - 2), k = warp * 16 + (r & 1) * 8 + (g & ~3);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(base + fa8_swz64(q, k)), "r"(w) : "memory");
+    for (int qb = 0; qb < 2; ++qb) {
+      m[2 * qb] = __byte_perm(da[kb][2 * qb], da[kb][2 * qb + 1], 0x5140);
+      m[2 * qb + 1] = __byte_perm(da[kb][2 * qb], da[kb][2 * qb + 1], 0x7362);
     }
+    const uint32_t addr = base + fa8_swz64(kb * 32 + 8 * (lane >> 3) + (lane & 7), warp * 16);
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(m[0]),
+                 "r"(m[1]), "r"(m[2]), "r"(m[3])
+                 : "memory");
+  }
+}
+/* store_ds_t's key order inside one 16-byte unit of K^t (byte j <- key j/2 + 8 (j%2)) */
+__device__ __forceinline__ uint4 fa8_keys_paired(uint4 v) {
+  return make_uint4(__byte_perm(v.x, v.z, 0x5140), __byte_perm(v.x, v.z, 0x7362), __byte_perm(v.y, v.w, 0x5140),
+                    __byte_perm(v.y, v.w, 0x7362));
 }
 
 /* The producer warpgroup's warps 2-3 (T_PERMUTERS threads): once a stage has landed, put Q^t's and dO^t's query
  * columns in the A order (fa8_keys_to_a_order) in place, so dK's and dV's wgmmas take the consumers' own P^ and
  * dS^ codes (fa8_acc_to_a, no quad shuffles); then arrive on tready. The consumers wait on it only before those
  * GEMMs, after the tile's recompute and elementwise phase. A stage is refilled only after its GEMMs retired. */
-/* K^t's head-dim rows permuted within each 8 (fa8_stm_row_of), once per CTA by the consumers, so that dQ's GEMM
- * gives its columns in the order fa8_dq_stage_write_stm stages */
-__device__ __forceinline__ void kt_rows_for_stmatrix(Smem &s, int tid) {
+/* K^t for dQ's GEMM, in place, once per CTA after its load (only dQ reads it): each 16-byte unit's keys in
+ * store_ds_t's order and, for the stmatrix staging of dQ (rows), the head-dim rows permuted within each 8
+ * (fa8_stm_row_of), so that dQ's GEMM gives its columns in the order fa8_dq_stage_write_stm stages */
+__device__ __forceinline__ void kt_for_dq(Smem &s, int tid, bool rows) {
   constexpr int ITEMS = KCH * (DQK / 8) * 4;   /* (chunk, group of 8 rows, 16-byte unit) */
   for (int w = tid; w < ITEMS; w += 128 * CONSUMERS) {
     const int c = w / (DQK / 8 * 4), g = (w / 4) % (DQK / 8), u = w % 4;
@@ -94,7 +101,8 @@ __device__ __forceinline__ void kt_rows_for_stmatrix(Smem &s, int tid) {
 #pragma unroll
     for (int r = 0; r < 8; ++r) x[r] = fa8_lds128(base + fa8_swz64(8 * g + r, 16 * u));
 #pragma unroll
-    for (int n = 0; n < 8; ++n) fa8_sts128(base + fa8_swz64(8 * g + n, 16 * u), x[fa8_stm_row_of(n)]);
+    for (int n = 0; n < 8; ++n)   /* a select of two constant indices: x stays in registers */
+      fa8_sts128(base + fa8_swz64(8 * g + n, 16 * u), fa8_keys_paired(rows ? x[fa8_stm_row_of(n)] : x[n]));
   }
 }
 
@@ -355,8 +363,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   /* dQ by deferred TMA reduce (below); pend_*: the head and first row of the tile whose fragment waits */
   const bool dq_deferred = DQ_STAGED && !STATS && prm.m.dq_tma;
   int pend_h = 0, pend_m0 = 0;
-  if (dq_deferred) {   /* dQ staged by stmatrix: its GEMM's B rows in that order (only dQ reads K^t) */
-    kt_rows_for_stmatrix(s, threadIdx.x - 128);
+  if constexpr (!STATS) {   /* the diagnostics variant stores dS^ byte by byte, in the natural key order */
+    kt_for_dq(s, threadIdx.x - 128, dq_deferred);
     fa8_fence_async_smem();
     fa8_named_sync(3, 128 * CONSUMERS);
   }
