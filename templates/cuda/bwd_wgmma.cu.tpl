@@ -85,10 +85,6 @@ __device__ __forceinline__ uint4 fa8_keys_paired(uint4 v) {
                     __byte_perm(v.y, v.w, 0x7362));
 }
 
-/* The producer warpgroup's warps 2-3 (T_PERMUTERS threads): once a stage has landed, put Q^t's and dO^t's query
- * columns in the A order (fa8_keys_to_a_order) in place, so dK's and dV's wgmmas take the consumers' own P^ and
- * dS^ codes (fa8_acc_to_a, no quad shuffles); then arrive on tready. The consumers wait on it only before those
- * GEMMs, after the tile's recompute and elementwise phase. A stage is refilled only after its GEMMs retired. */
 /* K^t for dQ's GEMM, in place, once per CTA after its load (only dQ reads it): each 16-byte unit's keys in
  * store_ds_t's order and, for the stmatrix staging of dQ (rows), the head-dim rows permuted within each 8
  * (fa8_stm_row_of), so that dQ's GEMM gives its columns in the order fa8_dq_stage_write_stm stages */
@@ -106,6 +102,10 @@ __device__ __forceinline__ void kt_for_dq(Smem &s, int tid, bool rows) {
   }
 }
 
+/* The producer warpgroup's warps 2-3 (T_PERMUTERS threads): once a stage has landed, put Q^t's and dO^t's query
+ * columns in the A order (fa8_keys_to_a_order) in place, so dK's and dV's wgmmas take the consumers' own P^ and
+ * dS^ codes (fa8_acc_to_a, no quad shuffles); then arrive on tready. The consumers wait on it only before those
+ * GEMMs, after the tile's recompute and elementwise phase. A stage is refilled only after its GEMMs retired. */
 constexpr int T_PERMUTERS = 64;
 __device__ __forceinline__ void permute_t(Smem &s, int total, int ptid) {
   constexpr int QT_BYTES = sizeof(s.qt[0]), DOT_BYTES = sizeof(s.dot[0]);
