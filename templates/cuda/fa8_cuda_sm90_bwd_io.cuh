@@ -47,8 +47,8 @@ __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b
  * (row, column pair) values into the NQ / 32 128-byte-swizzled [64][32-float] slabs at `stage` (1024-byte
  * aligned; two wavefronts per 8-byte store), the warpgroup syncs on named barrier `bar`, and its first thread
  * issues the TMA reduce-adds (rows past Sq are clipped by the tensor map) as one bulk group
- * (fa8_dq_stage_add = fa8_dq_stage_write, fence, barrier, fa8_dq_stage_issue; the d <= 128 backward calls the two
- * apart, with its own barriers between). The caller waits for the group's read before it writes the buffer again.
+ * (fa8_dq_stage_add = fa8_dq_stage_write, fence, barrier, fa8_dq_stage_issue; the d <= 128 backward writes with
+ * fa8_dq_stage_write_stm instead and issues apart, with its own barriers between). The caller waits for the group's read before it writes the buffer again.
  * Against the float4 atomics (ncu: 19 % of the backward's stall samples) this is NQ/4 shared stores per thread. */
 template <int NQ>
 __device__ __forceinline__ void fa8_dq_stage_write(float *stage, const float (&dq)[NQ / 2], float fq) {
