@@ -40,6 +40,10 @@ static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
 constexpr bool PERSIST = DV / 2 + BN / 2 + BN / 8 <= 200;
 constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
+/* Three consumer warpgroups (160 registers each) where S, O and P^ do not fit side by side (d128 x 128 keys:
+ * 64 + 64 + 16 and the loop's state): a warpgroup's GEMM phase runs P^(j-1) V(j-1) first and waits for it, so P^
+ * is dead before S(j) = Q K(j)^t takes its registers; the other two warpgroups keep the tensor cores busy */
+constexpr bool SERIAL_GEMMS = CONSUMERS == 3 && !SPLIT && DV / 2 + BN / 2 + BN / 8 + 24 > CONSUMER_REGS;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
@@ -517,6 +521,21 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       after_softmax(g0, rescale, true);   /* O is still 0: no rescale */
       for (int it = 1; it < ntiles; ++it) {
         const int g = g0 + it, st = g % STAGES, sp = (g - 1) % STAGES;
+        if constexpr (SERIAL_GEMMS) {
+          v_ready(g - 1);
+          pv_issue_all(sp);
+          fa8_wgmma_wait<0>();
+          pv_join(rescale);
+          if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
+          fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
+          c.qk_issue(st);
+          fa8_wgmma_wait<0>();
+          fa8_fence_regs(c.sacc);
+          if (it == ntiles - 1) q_release();
+          c.softmax(it * BN, st, rescale);
+          after_softmax(g, rescale, false);
+          continue;
+        }
         fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
         turn_wait();
         c.qk_issue(st);
