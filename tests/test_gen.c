@@ -1399,7 +1399,10 @@ Test(gen, tuning_profile_heuristic_is_the_shipping_choice) {
 Test(gen, vperm_only_on_wgmma_forwards) {
     LUA_OK(
         "local hd = { { 64, 64 }, { 128, 128 }, { 256, 256 } }\n"
-        "local tun = enumerate.run({ registry = reg, profile = 'tuning', targets = { 'sm_90a' }, hdims = hd }).instances\n"
+        "local res = enumerate.run({ registry = reg, profile = 'tuning', targets = { 'sm_90a' }, hdims = hd })\n"
+        "local tun, pruned = res.instances, {}\n"
+        "-- a twin the register model prunes (split d128 on three warpgroups with vperm spilled) is the one exception\n"
+        "for _, r in ipairs(res.rejected) do if r.reason:find('register estimate', 1, true) then pruned[r.name] = true end end\n"
         "local names, on = {}, 0\n"
         "for _, c in ipairs(tun) do names[c.name] = true end\n"
         "for _, c in ipairs(tun) do\n"
@@ -1410,7 +1413,7 @@ Test(gen, vperm_only_on_wgmma_forwards) {
         "    local off = c.name:gsub('_vperm$', '')\n"
         "    assert(names[off], c.name .. ' has no twin without vperm in the tuning set')\n"
         "  elseif c.functional.dir == 'fwd' and c.tuning.pipeline == 'wgmma' then\n"
-        "    assert(names[c.name .. '_vperm'], c.name .. ' has no vperm twin in the tuning set')\n"
+        "    assert(names[c.name .. '_vperm'] or pruned[c.name .. '_vperm'], c.name .. ' has no vperm twin in the tuning set')\n"
         "  end\n"
         "end\n"
         "assert(on > 0, 'no vperm instance in the tuning set')\n"

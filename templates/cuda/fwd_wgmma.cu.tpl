@@ -42,8 +42,11 @@ constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
 /* Three consumer warpgroups (160 registers each) where S, O and P^ do not fit side by side (d128 x 128 keys:
  * 64 + 64 + 16 and the loop's state): a warpgroup's GEMM phase runs P^(j-1) V(j-1) first and waits for it, so P^
- * is dead before S(j) = Q K(j)^t takes its registers; the other two warpgroups keep the tensor cores busy */
-constexpr bool SERIAL_GEMMS = CONSUMERS == 3 && !SPLIT && DV / 2 + BN / 2 + BN / 8 + 24 > CONSUMER_REGS;
+ * is dead before S(j) = Q K(j)^t takes its registers; the other two warpgroups keep the tensor cores busy.
+ * Split there (O, R^ V^'s fresh accumulator, P^ and R^: 64 + 64 + 32 at d128) also takes R^(j) V(j) in two
+ * halves of the head dim (RV_HALVES below), each into a fresh accumulator of DV/4 that joins O at once */
+constexpr bool SERIAL_GEMMS = CONSUMERS == 3 && (SPLIT ? DV + BN / 4 + 24 > CONSUMER_REGS : DV / 2 + BN / 2 + BN / 8 + 24 > CONSUMER_REGS);
+constexpr bool RV_HALVES = SPLIT && SERIAL_GEMMS;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
@@ -80,6 +83,14 @@ __device__ __forceinline__ void wgmma_pv(float (&d)[DV / 2], const uint32_t (&a)
   asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
                "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.e4m3.$(ty) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
                : $(dops(DV))
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
+}
+
+/* d (+)= A V^ for one half of the head dim (m64n(DV/2)k32; RV_HALVES) */
+__device__ __forceinline__ void wgmma_pv_half(float (&d)[DV / 4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 4 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(DV // 2)k32.f32.e4m3.$(ty) {$(dregs(DV // 2))}, {%$(DV // 4), %$(DV // 4 + 1), %$(DV // 4 + 2), %$(DV // 4 + 3)}, %$(DV // 4 + 4), p, 1, 1;\n}\n"
+               : $(dops(DV // 2))
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 
@@ -187,6 +198,16 @@ struct Consumer {
 #pragma unroll
     for (int k = 0; k < BN / 32; ++k)
       wgmma_pv(d, af[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), !fresh || k > 0);
+    fa8_wgmma_commit();
+  }
+  /* d = A V^ for head-dim half h of the key tile in stage st (asynchronous; a fresh accumulator): V^t's rows
+   * h DV/2 .. of each 64-key chunk, 4096 bytes in at d128, a whole number of 64-byte swizzle atoms (512 bytes) */
+  __device__ __forceinline__ void pv_issue_half(float (&d)[DV / 4], const uint32_t (&af)[BN / 32][4], int st, int h) {
+    fa8_wgmma_fence();
+    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][h * (DV / 2) * FA8_CHUNK]);
+#pragma unroll
+    for (int k = 0; k < BN / 32; ++k)
+      wgmma_pv_half(d, af[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
@@ -451,11 +472,17 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
        *    the turn (it queues behind the other warpgroup's GEMM phase; in flight tr 64 + R^ 16, with O 64 and
        *    P^ 16 live), and is waited for at once while O takes its rescale; the GEMM phase keeps S(j+1) and
        *    P^(j) V(j).
+       *  - RV_HALVES (three warpgroups at d128: 160 registers, SERIAL_GEMMS): R^(j) V(j) after O's rescale in two
+       *    head-dim halves, each into a fresh DV/4 accumulator waited for and joined at once (the same products
+       *    and FP32 join as RV_SOLO); then P^(j) V(j) alone and S(j+1) alone. Measured against the two-warpgroup
+       *    loop (bench/results/2026-12-01-h200-fwd-3wg): −4.7 % at S=8K, +2.4 % causal; the tuner decides.
        * Persistent grids keep the turns going across the CTA's tiles (fwd_kernel takes the first arrive and
        * the last hand-over once per CTA). */
       constexpr int INFLIGHT = CONSUMER_REGS - 48;
       constexpr bool PV_FRESH = SPLIT && BN / 2 + 3 * (DV / 2) + BN / 8 <= INFLIGHT;      /* P^ V^ into tp */
-      constexpr bool RV_SOLO = SPLIT && !PV_FRESH && BN / 2 + 2 * (DV / 2) + BN / 8 > INFLIGHT;
+      constexpr bool RV_SOLO = SPLIT && !PV_FRESH && !RV_HALVES && BN / 2 + 2 * (DV / 2) + BN / 8 > INFLIGHT;
+      /* R^ V^ in the GEMM phase into tr (the remaining split case) */
+      constexpr bool RV_IN_PHASE = SPLIT && !RV_SOLO && !RV_HALVES;
       const int cw = wg - 1;
       auto turn_wait = [&]() { if (PINGPONG) fa8_named_sync(1 + cw, 256); };
       auto turn_pass = [&]() { if (PINGPONG) fa8_named_arrive(1 + (1 - cw), 256); };
@@ -464,7 +491,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       auto pv_issue_all = [&](int sp) {
         if constexpr (PV_FRESH) c.pv_issue(tp, c.pa, sp, true);
         else c.pv_issue(c.acc, c.pa, sp, false);
-        if constexpr (SPLIT && !RV_SOLO) c.pv_issue(tr, c.ra, sp, true);
+        if constexpr (RV_IN_PHASE) c.pv_issue(tr, c.ra, sp, true);
       };
       /* after the GEMM phase's wait: fresh products join O in FP32; rs: the rescale the previous softmax left
        * for O (PV_FRESH only: otherwise O takes it before the GEMM phase, since it accumulates there) */
@@ -476,7 +503,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         } else {
           fa8_fence_regs(c.acc);
         }
-        if constexpr (SPLIT && !RV_SOLO) {
+        if constexpr (RV_IN_PHASE) {
           fa8_fence_regs(tr);
 #pragma unroll
           for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tr[i], P_SCALE / REM_SCALE, c.acc[i]);
@@ -505,6 +532,20 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
           fa8_fence_regs(tr);
 #pragma unroll
           for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tr[i], P_SCALE / REM_SCALE, c.acc[i]);
+        }
+        if constexpr (RV_HALVES) {
+          /* after O's rescale: R^(j) V(j) one head-dim half at a time (O's accumulator holds columns 0 .. DV/2
+           * in its first DV/4 values), each half waited for and joined in FP32 as RV_SOLO's whole product */
+          v_ready(g);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float th[DV / 4];
+            c.pv_issue_half(th, c.ra, st, h);
+            fa8_wgmma_wait<0>();
+            fa8_fence_regs(th);
+#pragma unroll
+            for (int i = 0; i < DV / 4; ++i) c.acc[h * (DV / 4) + i] = fmaf(th[i], P_SCALE / REM_SCALE, c.acc[h * (DV / 4) + i]);
+          }
         }
       };
       if (!PERSIST && PINGPONG && cw == 1) fa8_named_arrive(1, 256);   /* warpgroup 0 goes first */
