@@ -5,9 +5,13 @@
  *   * every candidate is first run on a small check problem with sequence tails and compared with the FP64
  *     reference: one that fails or is less accurate than the heuristic's instance (1.5x + 2e-3) is never timed;
  *   * launch failures cost infinity, never a crash;
- *   * timing: warm-up, then every repetition timed (device events on a GPU, the wall clock on the CPU),
- *     median / p20 / p80; GPU inputs rotate over enough copies to exceed the L2 cache; the runtime zeroes
- *     the gradient accumulators on every call, so repetitions are independent;
+ *   * timing: the candidates of one problem that passed their checks are timed together, in rounds (warm-up
+ *     rounds, then every round runs each candidate once, each run timed: device events on a GPU, the wall clock
+ *     on the CPU), median / p20 / p80 per candidate. Timed one after another, each straight after its check on
+ *     an idle GPU, every candidate was first-measured on a cool GPU (fa8 bench saw the same kernel 5-6 % slower
+ *     when it was timed second, bench/NOTES.md); in rounds, drift and heat fall on all of them alike. GPU inputs
+ *     rotate over enough copies to exceed the L2 cache; the runtime zeroes the gradient accumulators on every
+ *     call, so repetitions are independent;
  *   * an append-only cache keyed by (target, SM count, generator hash, candidate, problem) makes a restarted
  *     or extended sweep re-measure nothing it has. */
 #include <errno.h>
@@ -120,6 +124,34 @@ static int time_it(runner *r, int gpu, int warmup, int reps, double *t) {
   }
   qsort(t, (size_t)reps, sizeof *t, cmp_d);
   return 0;
+}
+
+/* The candidates that passed their checks, timed in rounds: `warmup` untimed rounds, then `reps` rounds of one
+ * timed run of each (run[k], times into t[k * reps ...], sorted). A candidate whose run fails drops out of later
+ * rounds with failed[k] = 1 and its error message in why[k]. */
+static void time_rounds(runner *run, int n, int gpu, int warmup, int reps, double *t, int *failed, char (*why)[256]) {
+  for (int k = 0; k < n; ++k) failed[k] = 0;
+  for (int w = 0; w < warmup; ++w)
+    for (int k = 0; k < n; ++k) {
+      double x;
+      if (!failed[k] && time_it(&run[k], gpu, 0, 1, &x)) { failed[k] = 1; snprintf(why[k], 256, "failed: %s", fa8_last_error()); }
+    }
+  for (int rep = 0; rep < reps; ++rep)
+    for (int k = 0; k < n; ++k) {
+      if (failed[k]) continue;
+      if (time_it(&run[k], gpu, 0, 1, &t[(size_t)k * reps + rep])) { failed[k] = 1; snprintf(why[k], 256, "failed: %s", fa8_last_error()); }
+    }
+  for (int k = 0; k < n; ++k)
+    if (!failed[k]) qsort(&t[(size_t)k * reps], (size_t)reps, sizeof *t, cmp_d);
+}
+
+/* one progress line per candidate whose result is known */
+static void progress(int done, int total, double t0, const int32_t *geo, int causal, long long seq, int dir, const char *name,
+                     const char *status, double med_us) {
+  const double el = now_s() - t0;
+  fprintf(stderr, "[tune %d/%d] d%dx%d %s S=%lld %s %s: %s%s%.1f us (eta %.0f s)\n", done, total, geo[0], geo[1],
+          causal ? "causal" : "full", seq, dir ? "bwd" : "fwd", name, status, *status ? " " : "", med_us,
+          done ? el / done * (total - done) : 0.0);
 }
 
 /* accuracy of a forced candidate on the check problem against the FP64 reference */
@@ -341,6 +373,10 @@ int cli_tune(int argc, char **argv) {
           }
           result res[MAXC];
           int nok = 0;
+          /* the candidates that pass their checks (index into names, cache entry so far), timed together below */
+          static int pend[MAXC];
+          static centry pe[MAXC];
+          int np = 0;
           for (int i = 0; i < cnt && !rc; ++i) {
             result *r = &res[i];
             memset(r, 0, sizeof *r);
@@ -371,17 +407,9 @@ int cli_tune(int argc, char **argv) {
               } else if (e.err > 1.5 * err_heur + 2e-3) {
                 snprintf(e.status, sizeof e.status, "inaccurate: error %.3g vs the heuristic's %.3g", e.err, err_heur);
               } else {
-                double t[10000];
-                runner rn = { tim, nt, 0, dir, mode, names[i] };
-                if (time_it(&rn, gpu, warmup, reps, t)) {
-                  snprintf(e.status, sizeof e.status, "failed: %s", fa8_last_error());
-                } else {
-                  snprintf(e.status, sizeof e.status, "ok");
-                  e.med = 1e3 * t[reps / 2];
-                  e.p20 = 1e3 * t[(reps - 1) / 5];
-                  e.p80 = 1e3 * t[(4 * (reps - 1)) / 5];
-                }
-                ++measured;
+                pend[np] = i;
+                pe[np++] = e;
+                continue;
               }
               clean(e.status);
               cache_put(&cache, &e);
@@ -390,10 +418,38 @@ int cli_tune(int argc, char **argv) {
             r->med = e.med; r->p20 = e.p20; r->p80 = e.p80; r->err = e.err;
             nok += r->ok;
             ++done;
-            const double el = now_s() - t0;
-            fprintf(stderr, "[tune %d/%d] d%dx%d %s S=%lld %s %s: %s%s%.1f us (eta %.0f s)\n", done, total, geo[gi][0], geo[gi][1],
-                    p.causal ? "causal" : "full", (long long)seqs[si], dir ? "bwd" : "fwd", names[i],
-                    r->ok ? "" : e.status, r->ok ? "" : " ", r->med, done ? el / done * (total - done) : 0.0);
+            progress(done, total, t0, geo[gi], p.causal, seqs[si], dir, names[i], r->ok ? "" : e.status, r->med);
+          }
+          if (np && !rc) {
+            runner run[MAXC];
+            int failed[MAXC];
+            static char why[MAXC][256];
+            double *t = malloc((size_t)np * reps * sizeof *t);
+            if (!t) { fprintf(stderr, "fa8 tune: out of memory for %d x %d timings\n", np, reps); rc = 1; }
+            for (int k = 0; k < np && !rc; ++k) run[k] = (runner){ tim, nt, 0, dir, mode, names[pend[k]] };
+            if (!rc) time_rounds(run, np, gpu, warmup, reps, t, failed, why);
+            for (int k = 0; k < np && !rc; ++k) {
+              centry *e = &pe[k];
+              result *r = &res[pend[k]];
+              if (failed[k]) {
+                snprintf(e->status, sizeof e->status, "%s", why[k]);
+              } else {
+                const double *tk = &t[(size_t)k * reps];
+                snprintf(e->status, sizeof e->status, "ok");
+                e->med = 1e3 * tk[reps / 2];
+                e->p20 = 1e3 * tk[(reps - 1) / 5];
+                e->p80 = 1e3 * tk[(4 * (reps - 1)) / 5];
+              }
+              ++measured;
+              clean(e->status);
+              cache_put(&cache, e);
+              r->ok = !strcmp(e->status, "ok");
+              r->med = e->med; r->p20 = e->p20; r->p80 = e->p80; r->err = e->err;
+              nok += r->ok;
+              ++done;
+              progress(done, total, t0, geo[gi], p.causal, seqs[si], dir, names[pend[k]], r->ok ? "" : e->status, r->med);
+            }
+            free(t);
           }
           for (int i = 0; i < nt; ++i) h_free(&tim[i]);
           if (rc) break;
