@@ -78,21 +78,16 @@ __device__ __forceinline__ void wgmma_qk(float (&d)[BN / 2], uint64_t da, uint64
                : $(dops(BN))
                : "l"(da), "l"(db), "r"(accumulate));
 }
-/* O (64 x DV per warpgroup) (+)= P^ (registers, e4m3) V^ (smem), one k-step of 32 keys */
-__device__ __forceinline__ void wgmma_pv(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.e4m3.$(ty) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
-               : $(dops(DV))
+/* O (64 x DV per warpgroup) (+)= P^ (registers, e4m3) V^ (smem), one k-step of 32 keys; the same over half the head
+ * dim (m64n(DV/2), RV_HALVES), told apart by the accumulator's size */
+% for _, n in ipairs({ DV, DV // 2 }) do
+__device__ __forceinline__ void wgmma_pv(float (&d)[$(n // 2)], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(n // 2 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(n)k32.f32.e4m3.$(ty) {$(dregs(n))}, {%$(n // 2), %$(n // 2 + 1), %$(n // 2 + 2), %$(n // 2 + 3)}, %$(n // 2 + 4), p, 1, 1;\n}\n"
+               : $(dops(n))
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
-
-/* d (+)= A V^ for one half of the head dim (m64n(DV/2)k32; RV_HALVES) */
-__device__ __forceinline__ void wgmma_pv_half(float (&d)[DV / 4], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 4 + 5), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(DV // 2)k32.f32.e4m3.$(ty) {$(dregs(DV // 2))}, {%$(DV // 4), %$(DV // 4 + 1), %$(DV // 4 + 2), %$(DV // 4 + 3)}, %$(DV // 4 + 4), p, 1, 1;\n}\n"
-               : $(dops(DV // 2))
-               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
-}
+% end
 
 /* P (per thread: BN/2 values in accumulator layout) -> FP8 A fragments, one per 32-key step */
 __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&af)[BN / 32][4]) {
@@ -191,23 +186,17 @@ struct Consumer {
     fa8_wgmma_commit();
   }
   /* d (+)= A V^ for the key tile in stage st (asynchronous): into O (d = acc, adding), or into a fresh
-   * accumulator (fresh: the first k-step overwrites d) */
-  __device__ __forceinline__ void pv_issue(float (&d)[DV / 2], const uint32_t (&af)[BN / 32][4], int st, bool fresh) {
+   * accumulator (fresh: the first k-step overwrites d). N = DV/2 values a thread: all of the head dim; N = DV/4
+   * (RV_HALVES): head-dim half h, V^t's rows h DV/2 .. of each 64-key chunk (4096 bytes in at d128, a whole number
+   * of 64-byte swizzle atoms of 512 bytes) */
+  template <int N>
+  __device__ __forceinline__ void pv_issue(float (&d)[N], const uint32_t (&af)[BN / 32][4], int st, bool fresh, int h = 0) {
+    static_assert(N == DV / 2 || N == DV / 4, "all of the head dim or half of it");
     fa8_wgmma_fence();
-    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][0]);
+    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][h * (2 * N) * FA8_CHUNK]);
 #pragma unroll
     for (int k = 0; k < BN / 32; ++k)
       wgmma_pv(d, af[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), !fresh || k > 0);
-    fa8_wgmma_commit();
-  }
-  /* d = A V^ for head-dim half h of the key tile in stage st (asynchronous; a fresh accumulator): V^t's rows
-   * h DV/2 .. of each 64-key chunk, 4096 bytes in at d128, a whole number of 64-byte swizzle atoms (512 bytes) */
-  __device__ __forceinline__ void pv_issue_half(float (&d)[DV / 4], const uint32_t (&af)[BN / 32][4], int st, int h) {
-    fa8_wgmma_fence();
-    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][h * (DV / 2) * FA8_CHUNK]);
-#pragma unroll
-    for (int k = 0; k < BN / 32; ++k)
-      wgmma_pv_half(d, af[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
@@ -540,7 +529,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             float th[DV / 4];
-            c.pv_issue_half(th, c.ra, st, h);
+            c.pv_issue(th, c.ra, st, true, h);
             fa8_wgmma_wait<0>();
             fa8_fence_regs(th);
 #pragma unroll
