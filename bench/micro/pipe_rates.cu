@@ -2,7 +2,8 @@
  * Why: the forward's per-tile model (bench/NOTES.md) rests on MUFU.EX2 taking 16 lanes a clock per SM, the rate
  * ptxas schedules by, and on the FP8 pack (F2FP) running elsewhere. Neither was measured here; this measures both,
  * and whether the two share a pipe (their mix takes the sum of their times if they do, the larger if not).
- * Build and run (the device): nvcc -arch=sm_90a -O3 -o /tmp/pipe_rates bench/micro/pipe_rates.cu && /tmp/pipe_rates
+ * Build and run (the device): meson builds it as BUILD/pipe_rates wherever sm_90a kernels are built, or
+ * nvcc -arch=sm_90a -O3 -o /tmp/pipe_rates bench/micro/pipe_rates.cu && /tmp/pipe_rates
  * Each kernel runs CHAINS independent dependency chains per thread in one block of 32 warps per SM (8 per
  * scheduler, all resident at once, so that the block's clock64 span is the SM's), so latency hides and the pipe's
  * rate shows. A chain step that needs a helper instruction to stay dependent (the
