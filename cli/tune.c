@@ -168,6 +168,13 @@ static double check_error(h_data *chk, const h_ref *ref, const char *name, int b
 
 
 typedef struct { char name[160]; double med, p20, p80, err; int ok; } result;
+/* a candidate's known result (cache entry) into its row of the problem's results; 1 if it is usable */
+static int take_result(result *r, const centry *e) {
+  r->ok = !strcmp(e->status, "ok");
+  r->med = e->med; r->p20 = e->p20; r->p80 = e->p80; r->err = e->err;
+  return r->ok;
+}
+
 
 static void clean(char *s) { for (; *s; ++s) if (*s == ',' || *s == '\t' || *s == '\n') *s = ' '; }
 
@@ -414,9 +421,7 @@ int cli_tune(int argc, char **argv) {
               clean(e.status);
               cache_put(&cache, &e);
             }
-            r->ok = !strcmp(e.status, "ok");
-            r->med = e.med; r->p20 = e.p20; r->p80 = e.p80; r->err = e.err;
-            nok += r->ok;
+            nok += take_result(r, &e);
             ++done;
             progress(done, total, t0, geo[gi], p.causal, seqs[si], dir, names[i], r->ok ? "" : e.status, r->med);
           }
@@ -443,9 +448,7 @@ int cli_tune(int argc, char **argv) {
               ++measured;
               clean(e->status);
               cache_put(&cache, e);
-              r->ok = !strcmp(e->status, "ok");
-              r->med = e->med; r->p20 = e->p20; r->p80 = e->p80; r->err = e->err;
-              nok += r->ok;
+              nok += take_result(r, e);
               ++done;
               progress(done, total, t0, geo[gi], p.causal, seqs[si], dir, names[pend[k]], r->ok ? "" : e->status, r->med);
             }
