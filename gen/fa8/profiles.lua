@@ -49,7 +49,7 @@ local tiles = {
     -- model prunes what does not fit setmaxnreg's budget (d256 x 192).
     wgmma  = { quant = { { 64, 64, 4, 1 } },
                fwd = { { 128, 128, 12, 2 }, { 128, 128, 12, 3 }, { 128, 192, 12, 2 }, { 128, 192, 12, 3 },
-                       { 192, 128, 16, 2 }, { 128, 64, 12, 3 }, { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
+                       { 192, 128, 16, 2 }, { 192, 128, 16, 3 }, { 128, 64, 12, 3 }, { 128, 64, 12, 2 }, { 64, 128, 8, 2 } },
                -- (192x64, three consumer warpgroups at d128, ran 13 % behind 128x128x3 and lost at d64 too:
                -- tune/reports/2026-11-30-h200-fwd-m192n64.md)
                -- (3 ring stages for the d<=128 backward and its prep measured 2-3 % slower, 4 do not fit:
