@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The device round-trip scripts, without a GPU (issue #5's SASS gate, tools/device/README.md):
 #   * tools/device/check-sass judges fake disassemblies (a stand-in cuobjdump prints each object's text): a wgmma
-#     instance without QGMMA or with local memory fails, a row-dot delta prep with local memory fails, a portable
-#     instance with local memory is only reported; no objects, no cuobjdump or a disassembly without functions
-#     (cuobjdump without its nvdisasm) is an error (2);
+#     instance without QGMMA, with local memory or with serialized wgmmas fails, a row-dot delta prep with local
+#     memory fails, a portable instance with local memory is only reported; no objects, no cuobjdump or a
+#     disassembly without functions (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
 #   * tools/device/ab-patch refuses a missing patch, a bad round count and a patch that does not apply;
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
@@ -42,7 +42,13 @@ check "check-sass fails a wgmma instance without QGMMA" 1 "$W +wgmma +QGMMA=0 .*
 obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24
   STL.64 [R1+0x8], R4"
 check "check-sass fails a wgmma instance that spills" 1 "$W +wgmma +QGMMA=1 HMMA=0 local=1 FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
-obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24"
+obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24, gsb0
+  WARPGROUP.DEPBAR.LE gsb0, 0x0
+  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24, gsb0"
+check "check-sass fails a wgmma instance whose wgmmas are serialized" 1 "$W +wgmma +QGMMA=2 .* FAIL \(serialized" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24
+  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24, gsb0"
+check "check-sass passes a group of two k-steps" 0 "$W +wgmma +QGMMA=2 HMMA=0 local=0 ok" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 obj fa8_delta_sm90a_e4m3_d128v128_gqa_full_stale_m64n128_w12s2 "  LDL R2, [R1]"
 check "check-sass fails a row-dot prep with local memory" 1 "stale_m64n128_w12s2 +rowdot .* local=1 FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 printf '\nFatbin elf code:\n arch = sm_90a\n' > "$T/b/sub/$W.o"   # what cuobjdump prints when it finds no nvdisasm
