@@ -9,7 +9,7 @@
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 #   * tools/device/gpu-clocks summarizes a sample file (the clock under load, the power-cap samples), samples a fake
-#     nvidia-smi, does nothing without one and refuses an unknown command.
+#     nvidia-smi, does nothing without one and refuses an unknown command or a missing file name.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -127,4 +127,5 @@ if command -v python3 > /dev/null; then
 fi
 check "gpu-clocks: no nvidia-smi is not an error" 0 "no nvidia-smi here" -- env PATH="$T/nobin" "$(command -v bash)" "$ROOT/tools/device/gpu-clocks" start "$T/n.csv"
 check "gpu-clocks: unknown command" 2 "unknown command 'go'" -- bash "$ROOT/tools/device/gpu-clocks" go "$T/n.csv"
+check "gpu-clocks: no sample file named" 2 "usage: .*start\|stop\|summary FILE" -- bash "$ROOT/tools/device/gpu-clocks" start
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
