@@ -9,7 +9,8 @@
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 #   * tools/device/gpu-clocks summarizes a sample file (the clock under load, the power-cap samples), samples a fake
-#     nvidia-smi, does nothing without one and refuses an unknown command or a missing file name.
+#     nvidia-smi, does nothing without one and refuses an unknown command or a missing file name;
+#   * tools/device/power-probe.py and h200-run's --power refuse a bad number of seconds.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -111,21 +112,32 @@ if command -v python3 > /dev/null; then
   check "ncu-regions: missing input" 1 "cannot read $T/none.csv" -- python3 "$ROOT/tools/device/ncu-regions" "$T/none.csv"
   check "ncu-regions: not a source page" 1 "is not an ncu source page" -- python3 "$ROOT/tools/device/ncu-regions" "$T/k.sass"
 fi
-# gpu-clocks: three samples under load (two of them power-capped) and one idle; a fake nvidia-smi for start/stop
+# gpu-clocks: four samples under load (three of them power-capped; the last one by its power only, as a burst reads
+# between utilization's windows) and one idle; a fake nvidia-smi for start/stop
 cat > "$T/clk.csv" <<'CSV'
 2026/12/02 01:00:00.000, 1791, 650.5, 60, 100, 0x0000000000000004
 2026/12/02 01:00:00.200, 1980, 400.1, 55, 99, 0x0000000000000000
 2026/12/02 01:00:00.400, 1755, 699.0, 62, 100, 0x0000000000000004
 2026/12/02 01:00:00.600, 345, 80.0, 40, 0, 0x0000000000000001
+2026/12/02 01:00:00.800, 1800, 600.0, 61, 0, 0x0000000000000004
 CSV
 if command -v python3 > /dev/null; then
-  check "gpu-clocks: the clock under load" 0 "3 of 4 samples under load: SM clock median 1791 MHz \(min 1755, max 1980\), power median 650 W \(max 699\)" -- bash "$ROOT/tools/device/gpu-clocks" summary "$T/clk.csv"
-  check "gpu-clocks: power-cap samples" 0 "reasons 0x4 \(SW power cap\): 2 samples" -- bash "$ROOT/tools/device/gpu-clocks" summary "$T/clk.csv"
+  check "gpu-clocks: the clock under load" 0 "4 of 5 samples under load: SM clock median 1796 MHz \(min 1755, max 1980\), power median 625 W \(max 699\)" -- bash "$ROOT/tools/device/gpu-clocks" summary "$T/clk.csv"
+  check "gpu-clocks: power-cap samples" 0 "reasons 0x4 \(SW power cap\): 3 samples" -- bash "$ROOT/tools/device/gpu-clocks" summary "$T/clk.csv"
   printf '#!/bin/sh\ncase "$*" in *-lms*) cat "%s" ;; *) echo 0x0 ;; esac\n' "$T/clk.csv" > "$T/bin/nvidia-smi"; chmod +x "$T/bin/nvidia-smi"
-  check "gpu-clocks: start and stop with nvidia-smi" 0 "3 of 4 samples under load" -- env PATH="$T/bin:$PATH" bash -c "bash '$ROOT/tools/device/gpu-clocks' start '$T/s.csv' && sleep 0.5 && bash '$ROOT/tools/device/gpu-clocks' stop '$T/s.csv'"
+  check "gpu-clocks: start and stop with nvidia-smi" 0 "4 of 5 samples under load" -- env PATH="$T/bin:$PATH" bash -c "bash '$ROOT/tools/device/gpu-clocks' start '$T/s.csv' && sleep 0.5 && bash '$ROOT/tools/device/gpu-clocks' stop '$T/s.csv'"
   rm -f "$T/bin/nvidia-smi"
 fi
 check "gpu-clocks: no nvidia-smi is not an error" 0 "no nvidia-smi here" -- env PATH="$T/nobin" "$(command -v bash)" "$ROOT/tools/device/gpu-clocks" start "$T/n.csv"
 check "gpu-clocks: unknown command" 2 "unknown command 'go'" -- bash "$ROOT/tools/device/gpu-clocks" go "$T/n.csv"
 check "gpu-clocks: no sample file named" 2 "usage: .*start\|stop\|summary FILE" -- bash "$ROOT/tools/device/gpu-clocks" start
+# power-probe.py checks its arguments before it imports torch (which only the GPU machine has); h200-run checks
+# --power before its minute of build
+if command -v python3 > /dev/null; then
+  check "power-probe: compiles" 0 "" -- python3 -m py_compile "$ROOT/tools/device/power-probe.py"
+  check "power-probe: refuses --seconds 0" 2 "--seconds must be positive, got 0.0" -- python3 "$ROOT/tools/device/power-probe.py" --lib x --out "$T/pp" --seconds 0
+  check "power-probe: refuses --seqlen 100" 2 "--seqlen must be a positive multiple of 128, got 100" -- python3 "$ROOT/tools/device/power-probe.py" --lib x --out "$T/pp" --seqlen 100
+fi
+check "h200-run: refuses --power 0" 2 "--power '0' is not a positive number of seconds" -- env OUT="$T/h" bash "$ROOT/tools/device/h200-run" --power 0
+check "h200-run: refuses --power 1.2.3" 2 "--power '1.2.3' is not a positive number" -- env OUT="$T/h" bash "$ROOT/tools/device/h200-run" --power 1.2.3
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
