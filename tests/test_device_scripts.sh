@@ -10,7 +10,8 @@
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 #   * tools/device/gpu-clocks summarizes a sample file (the clock under load, the power-cap samples), samples a fake
 #     nvidia-smi, does nothing without one and refuses an unknown command or a missing file name;
-#   * tools/device/power-probe.py and h200-run's --power refuse a bad number of seconds.
+#   * tools/device/power-probe.py and h200-run's --power refuse a bad number of seconds; the probe's window
+#     statistics (samples inside a workload's window, median clock and power, power-cap share) on a synthetic file.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -137,6 +138,31 @@ if command -v python3 > /dev/null; then
   check "power-probe: compiles" 0 "" -- python3 -m py_compile "$ROOT/tools/device/power-probe.py"
   check "power-probe: refuses --seconds 0" 2 "--seconds must be positive, got 0.0" -- python3 "$ROOT/tools/device/power-probe.py" --lib x --out "$T/pp" --seconds 0
   check "power-probe: refuses --seqlen 100" 2 "--seqlen must be a positive multiple of 128, got 100" -- python3 "$ROOT/tools/device/power-probe.py" --lib x --out "$T/pp" --seqlen 100
+fi
+# power-probe.py's window statistics on a synthetic nvidia-smi file: samples before the window's first 0.1 s, after
+# its end and unparsable lines drop out; the rest give the median clock, power and the power-cap share
+cat > "$T/pp.py" <<'PY'
+import datetime, importlib.util, sys
+spec = importlib.util.spec_from_file_location("pp", sys.argv[1]); pp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pp)
+t0 = 1.8e9
+def line(dt, clk, pw, why):
+    ts = datetime.datetime.fromtimestamp(t0 + dt).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+    return f"{ts}, {clk}, {pw}, 60, 100, {why:#018x}\n"
+with open(sys.argv[2], "w") as f:
+    f.write(line(0.05, 1980, 300.0, 0))        # inside the window's first 0.1 s: left out
+    f.write(line(0.20, 1800, 690.0, 4))
+    f.write(line(0.40, 1830, 700.0, 4))
+    f.write(line(0.60, 1755, 710.0, 0))
+    f.write("2026/12/02 01:00:00.000, 1800, [N/A], 60, 100, 0x4\n")   # unparsable power: skipped
+    f.write(line(1.50, 345, 80.0, 1))          # after the window
+r = pp.window_stats(pp.read_samples(sys.argv[2]), "w", t0, t0 + 1.0, 2.0, 2.0e12)
+print(r["samples"], r["sm_mhz_median"], r["power_w_median"], round(r["power_cap_share"], 3), r["tflops"])
+print(pp.table([r], "power.draw.instant").splitlines()[2])
+PY
+if command -v python3 > /dev/null; then
+  check "power-probe: window statistics" 0 "^3 1800(\.0)? 700\.0 0\.667 1000\.0" -- python3 "$T/pp.py" "$ROOT/tools/device/power-probe.py" "$T/pp.csv"
+  check "power-probe: table row" 0 "\| w \| 2\.000 \| 1000 \| 1800 \(1755-1830\) \| 700 \(710\) \| 67 % \| 3 \|" -- python3 "$T/pp.py" "$ROOT/tools/device/power-probe.py" "$T/pp.csv"
 fi
 check "h200-run: refuses --power 0" 2 "--power '0' is not a positive number of seconds" -- env OUT="$T/h" bash "$ROOT/tools/device/h200-run" --power 0
 check "h200-run: refuses --power 1.2.3" 2 "--power '1.2.3' is not a positive number" -- env OUT="$T/h" bash "$ROOT/tools/device/h200-run" --power 1.2.3

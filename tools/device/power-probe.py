@@ -56,6 +56,34 @@ def read_samples(path):
     return rows
 
 
+def window_stats(samples, name, t0, t1, ms, flops):
+    """one workload's row: its timing and the samples taken inside its window [t0 + 0.1 s, t1] (the first 0.1 s
+    is left out: nvidia-smi's sample may still describe the gap before the window)"""
+    inside = [s for s in samples if t0 + 0.1 <= s[0] <= t1]
+    clk = [s[1] for s in inside]
+    pw = [s[2] for s in inside]
+    cap = sum(1 for s in inside if s[5] & 0x4)
+    return {"workload": name, "ms": ms, "tflops": flops / ms * 1e-9, "samples": len(inside),
+            "sm_mhz_median": statistics.median(clk) if clk else None, "sm_mhz_min": min(clk) if clk else None,
+            "sm_mhz_max": max(clk) if clk else None, "power_w_median": statistics.median(pw) if pw else None,
+            "power_w_max": max(pw) if pw else None, "power_cap_share": cap / len(inside) if inside else None,
+            "reasons": sorted({" + ".join(v for b, v in REASONS.items() if s[5] & b) or "none" for s in inside})}
+
+
+def table(rows, power_field):
+    """the rows as a Markdown table"""
+    out = [f"| workload | ms / call | TFLOP/s | SM MHz median (min-max) | {power_field} W median (max) | SW power cap | samples |",
+           "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["samples"]:
+            out.append(f"| {r['workload']} | {r['ms']:.3f} | {r['tflops']:.0f} | {r['sm_mhz_median']:.0f} "
+                       f"({r['sm_mhz_min']:.0f}-{r['sm_mhz_max']:.0f}) | {r['power_w_median']:.0f} "
+                       f"({r['power_w_max']:.0f}) | {100 * r['power_cap_share']:.0f} % | {r['samples']} |")
+        else:
+            out.append(f"| {r['workload']} | {r['ms']:.3f} | {r['tflops']:.0f} | no samples | | | 0 |")
+    return "\n".join(out)
+
+
 def timed_loop(fn, seconds):
     """fn back to back for `seconds` (after 0.5 s of warm-up); returns (t0, t1, median ms per call)"""
     end = time.time() + 0.5
@@ -181,27 +209,8 @@ def main():
         time.sleep(0.3)   # a gap between windows, so the sampler's edges do not mix workloads
     proc.terminate()
     proc.wait()
-    samples = read_samples(csv)
-    res = []
-    print(f"| workload | ms / call | TFLOP/s | SM MHz median (min-max) | {power_field} W median (max) | SW power cap | samples |")
-    print("|---|---|---|---|---|---|---|")
-    for name, t0, t1, ms, flops in windows:
-        inside = [s for s in samples if t0 + 0.1 <= s[0] <= t1]
-        clk = [s[1] for s in inside]
-        pw = [s[2] for s in inside]
-        cap = sum(1 for s in inside if s[5] & 0x4)
-        r = {"workload": name, "ms": ms, "tflops": flops / ms * 1e-9, "samples": len(inside),
-             "sm_mhz_median": statistics.median(clk) if clk else None, "sm_mhz_min": min(clk) if clk else None,
-             "sm_mhz_max": max(clk) if clk else None, "power_w_median": statistics.median(pw) if pw else None,
-             "power_w_max": max(pw) if pw else None, "power_cap_share": cap / len(inside) if inside else None,
-             "reasons": sorted({" + ".join(v for b, v in REASONS.items() if s[5] & b) or "none" for s in inside})}
-        res.append(r)
-        if inside:
-            print(f"| {name} | {ms:.3f} | {r['tflops']:.0f} | {r['sm_mhz_median']:.0f} ({r['sm_mhz_min']:.0f}-"
-                  f"{r['sm_mhz_max']:.0f}) | {r['power_w_median']:.0f} ({r['power_w_max']:.0f}) | "
-                  f"{100 * r['power_cap_share']:.0f} % | {len(inside)} |")
-        else:
-            print(f"| {name} | {ms:.3f} | {r['tflops']:.0f} | no samples | | | 0 |")
+    res = [window_stats(read_samples(csv), *w) for w in windows]
+    print(table(res, power_field))
     json.dump({"power_field": power_field, "seconds": a.seconds, "seqlen": S, "results": res},
               open(os.path.join(a.out, "power-probe.json"), "w"), indent=1)
 
