@@ -9,9 +9,9 @@ Each workload runs back to back for --seconds (after a 0.5 s warm-up) while nvid
 samples inside each window give its median SM clock, instantaneous power and clock-event reasons, and CUDA
 events its median time per call. Workloads: fa8's forward (stale, split) and backward (split, its delta pass
 included) on the B=1, H=64, d=128 problem of issue 5 (and the d256 forward where the build has it), with the
-inputs quantized once outside the loop; torch's
-FP8 GEMM (cuBLAS through torch._scaled_mm, 8192^3), BF16 SDPA forward (cuDNN) and, where nvidia-cudnn-frontend
-is importable (tools/device/fetch-wheels), cuDNN's FP8 SDPA forward (bench/peers.py's graph) as the peers. Writes
+inputs quantized once outside the loop; torch's FP8 GEMM (cuBLAS through torch._scaled_mm, 8192^3), BF16 SDPA
+forward (cuDNN) and, where nvidia-cudnn-frontend is importable (tools/device/fetch-wheels), cuDNN's FP8 SDPA
+forward (bench/peers.py's graph) as the peers. Writes
 DIR/power-probe.csv (the samples), DIR/power-probe.json and prints a Markdown table."""
 import argparse
 import datetime
@@ -209,7 +209,8 @@ def main():
         time.sleep(0.3)   # a gap between windows, so the sampler's edges do not mix workloads
     proc.terminate()
     proc.wait()
-    res = [window_stats(read_samples(csv), *w) for w in windows]
+    samples = read_samples(csv)
+    res = [window_stats(samples, *w) for w in windows]
     print(table(res, power_field))
     json.dump({"power_field": power_field, "seconds": a.seconds, "seqlen": S, "results": res},
               open(os.path.join(a.out, "power-probe.json"), "w"), indent=1)
