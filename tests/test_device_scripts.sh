@@ -5,7 +5,7 @@
 #     memory fails, a portable instance with local memory is only reported; no objects, no cuobjdump or a
 #     disassembly without functions (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
-#   * tools/device/ab-patch refuses a missing patch, a bad round count and a patch that does not apply;
+#   * tools/device/ab-patch refuses a missing patch, a bad round count, a bad deadline and a patch that does not apply;
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 #   * tools/device/gpu-clocks summarizes a sample file (the clock under load, the power-cap samples), samples a fake
@@ -68,6 +68,7 @@ mkdir -p "$T/abrepo" && git -C "$T/abrepo" init -q && printf 'x\n' > "$T/abrepo/
 printf -- '--- a/f\n+++ b/f\n@@ -1 +1 @@\n-y\n+z\n' > "$T/abrepo/p.patch"
 check "ab-patch: no patch file" 2 "no patch file 'nope.patch'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' 1 nope.patch
 check "ab-patch: bad rounds" 2 "ROUNDS must be a positive integer, got 'x'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' x p.patch
+check "ab-patch: bad deadline" 2 "AB_DEADLINE_S must be a positive number of seconds, got 'soon'" -- env -C "$T/abrepo" OUT="$T/out" AB_DEADLINE_S=soon bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
 check "ab-patch: patch does not apply" 2 "'p.patch' does not apply" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
 
 # h200-run from a checkout without .debs (a copy of nothing: an empty directory), artifacts kept under $T
