@@ -6,6 +6,7 @@
 #     disassembly without functions (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
 #   * tools/device/ab-patch refuses a missing patch, a bad round count, a bad deadline and a patch that does not apply;
+#     with a stub h200-run it benches every variant, restores the tree, packs its results and keeps a deadline;
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 #   * tools/device/gpu-clocks summarizes a sample file (the clock under load, the power-cap samples), samples a fake
@@ -70,6 +71,28 @@ check "ab-patch: no patch file" 2 "no patch file 'nope.patch'" -- env -C "$T/abr
 check "ab-patch: bad rounds" 2 "ROUNDS must be a positive integer, got 'x'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' x p.patch
 check "ab-patch: bad deadline" 2 "AB_DEADLINE_S must be a positive number of seconds, got 'soon'" -- env -C "$T/abrepo" OUT="$T/out" AB_DEADLINE_S=soon bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
 check "ab-patch: patch does not apply" 2 "'p.patch' does not apply" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
+
+# ab-patch end to end with a stub h200-run (a 1 s "build" whose fa8 prints fixed timings): every variant built
+# and benched, the tree restored, results packed in $OUT/ab.tgz with ab-rounds.txt; then with a deadline that
+# leaves room for the base only, it builds no variant and stops its rounds early, still packed
+A=$T/abfun; mkdir -p "$A/tools/device"
+git -C "$A" init -q && printf 'a\n' > "$A/f"
+printf -- '--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+b\n' > "$A/p1.patch"; cp "$A/p1.patch" "$A/p2.patch"
+cp "$ROOT/tools/device/gpu-clocks" "$A/tools/device/"; printf '#!/bin/sh\n' > "$A/tools/device/unpack-debs"
+cat > "$A/tools/device/h200-run" <<'STUB'
+#!/bin/bash
+mkdir -p "$AB_BUILD/cli" "$OUT"
+printf '#!/bin/sh\nsleep 1; echo "{\\"fwd_ms\\": 1.5, \\"bwd_ms\\": 2.5}"\n' > "$AB_BUILD/cli/fa8"; chmod +x "$AB_BUILD/cli/fa8"
+sleep 1; echo '{"rc": 0}' > "$OUT/summary.json"; echo '{"rc": 0, "seconds": 1}'
+STUB
+abrun() { env -C "$A" PATH="$T/nobin:$PATH" OUT="$T/about" AB_STAGE="$T/abstage" AB_BUILD="$T/abbuild" AB_KEEP="$T/abkeep" "$@"; }
+mkdir -p "$T/abkeep"
+check "ab-patch: every variant benched" 0 "round 2 p2 \[S2\]: \"fwd_ms\": 1.5 \"bwd_ms\": 2.5" -- abrun bash "$ROOT/tools/device/ab-patch" c 'S1;S2' 2 p1.patch p2.patch
+check "ab-patch: the tree restored" 0 "^a$" -- cat "$A/f"
+check "ab-patch: results packed" 0 "inter-p1.jsonl" -- tar tzf "$T/about/ab.tgz"
+check "ab-patch: rounds listed beside" 0 "round 1 base \[S1\]" -- cat "$T/about/ab-rounds.txt"
+check "ab-patch: a deadline skips builds" 0 "deadline: p1 not built" -- abrun env AB_DEADLINE_S=8 bash "$ROOT/tools/device/ab-patch" c 'S1;S2' 9 p1.patch p2.patch
+check "ab-patch: a deadline stops the rounds" 0 "deadline: stopped after round [1-6] of 9" -- cat "$T/about/ab-rounds.txt"
 
 # h200-run from a checkout without .debs (a copy of nothing: an empty directory), artifacts kept under $T
 mkdir -p "$T/repo"
