@@ -10,7 +10,8 @@
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
 #   * tools/device/gpu-clocks summarizes a sample file (the clock under load, the power-cap samples), samples a fake
-#     nvidia-smi, does nothing without one and refuses an unknown command or a missing file name;
+#     nvidia-smi (its file names the queried fields), does nothing without one and refuses an unknown command, a bad
+#     interval or a missing file name;
 #   * tools/device/power-probe.py and h200-run's --power refuse a bad number of seconds; the probe's window
 #     statistics (samples inside a workload's window, median clock and power, power-cap share) on a synthetic file.
 set -uo pipefail
@@ -151,6 +152,8 @@ if command -v python3 > /dev/null; then
   check "gpu-clocks: power-cap samples" 0 "reasons 0x4 \(SW power cap\): 3 samples" -- bash "$ROOT/tools/device/gpu-clocks" summary "$T/clk.csv"
   printf '#!/bin/sh\ncase "$*" in *-lms*) cat "%s" ;; *) echo 0x0 ;; esac\n' "$T/clk.csv" > "$T/bin/nvidia-smi"; chmod +x "$T/bin/nvidia-smi"
   check "gpu-clocks: start and stop with nvidia-smi" 0 "4 of 5 samples under load" -- env PATH="$T/bin:$PATH" bash -c "bash '$ROOT/tools/device/gpu-clocks' start '$T/s.csv' && sleep 0.5 && bash '$ROOT/tools/device/gpu-clocks' stop '$T/s.csv'"
+  check "gpu-clocks: the file names its fields" 0 "^# fields: timestamp,clocks.sm,power.draw.instant,temperature.gpu,utilization.gpu,clocks_event_reasons.active$" -- head -1 "$T/s.csv"
+  check "gpu-clocks: refuses a bad interval" 2 "GPU_CLOCKS_MS must be a positive number of milliseconds, got 'fast'" -- env PATH="$T/bin:$PATH" GPU_CLOCKS_MS=fast bash "$ROOT/tools/device/gpu-clocks" start "$T/s2.csv"
   rm -f "$T/bin/nvidia-smi"
 fi
 check "gpu-clocks: no nvidia-smi is not an error" 0 "no nvidia-smi here" -- env PATH="$T/nobin" "$(command -v bash)" "$ROOT/tools/device/gpu-clocks" start "$T/n.csv"
@@ -186,6 +189,19 @@ print(pp.table([r], "power.draw.instant").splitlines()[2])
 PY
 if command -v python3 > /dev/null; then
   check "power-probe: window statistics" 0 "^3 1800(\.0)? 700\.0 0\.667 1000\.0" -- python3 "$T/pp.py" "$ROOT/tools/device/power-probe.py" "$T/pp.csv"
+  # its sampler is gpu-clocks: the power field comes from the file's "# fields:" line (a fake nvidia-smi here)
+  printf '#!/bin/sh\ncase "$*" in *-lms*) cat "%s" ;; *) echo 0x0 ;; esac\n' "$T/clk.csv" > "$T/bin/nvidia-smi"; chmod +x "$T/bin/nvidia-smi"
+  check "power-probe: sampler through gpu-clocks" 0 "^power.draw.instant 5 samples, the fields line skipped$" -- env PATH="$T/bin:$PATH" python3 -c "
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location('pp', '$ROOT/tools/device/power-probe.py'); pp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pp)
+f = pp.sampler('$T/ps.csv'); time.sleep(0.3); pp.sampler_stop('$T/ps.csv')
+print(f, len(pp.read_samples('$T/ps.csv')), 'samples, the fields line skipped')"
+  rm -f "$T/bin/nvidia-smi"
+  check "power-probe: no sampler is an error" 1 "gpu-clocks wrote no samples" -- env PATH="$T/nobin:$PATH" python3 -c "
+import importlib.util
+spec = importlib.util.spec_from_file_location('pp', '$ROOT/tools/device/power-probe.py'); pp = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pp); pp.sampler('$T/none.csv')"
   check "power-probe: table row" 0 "\| w \| 2\.000 \| 1000 \| 1800 \(1755-1830\) \| 700 \(710\) \| 67 % \| 3 \|" -- python3 "$T/pp.py" "$ROOT/tools/device/power-probe.py" "$T/pp.csv"
 fi
 check "h200-run: refuses --power 0" 2 "--power '0' is not a positive number of seconds" -- env OUT="$T/h" bash "$ROOT/tools/device/h200-run" --power 0

@@ -29,19 +29,24 @@ REASONS = {0x1: "idle", 0x2: "app clocks", 0x4: "SW power cap", 0x8: "HW slowdow
            0x40: "HW thermal", 0x80: "HW power brake"}
 
 
-def sampler(path):
-    """nvidia-smi every 20 ms into path; power.draw.instant where the driver has it (the 1 s average hides a
-    kernel's draw)"""
-    power = "power.draw.instant"
-    if subprocess.run(["nvidia-smi", "--query-gpu=" + power, "--format=csv,noheader"], capture_output=True).returncode:
-        power = "power.draw"
-    reasons = "clocks_event_reasons.active"
-    if subprocess.run(["nvidia-smi", "--query-gpu=" + reasons, "--format=csv,noheader"], capture_output=True).returncode:
-        reasons = "clocks_throttle_reasons.active"
-    q = f"timestamp,clocks.sm,{power},temperature.gpu,utilization.gpu,{reasons}"
-    f = open(path, "w")
-    return subprocess.Popen(["nvidia-smi", "--query-gpu=" + q, "--format=csv,noheader,nounits", "-lms", "20"],
-                            stdout=f, stderr=subprocess.DEVNULL), power
+def sampler(path, ms=20):
+    """tools/device/gpu-clocks sampling into path every ms milliseconds; returns the power field it queries
+    (power.draw.instant where the driver has it: the 1 s average hides a kernel's draw), from the file's
+    "# fields:" line"""
+    clocks = os.path.join(ROOT, "tools", "device", "gpu-clocks")
+    subprocess.run(["bash", clocks, "start", path], env=dict(os.environ, GPU_CLOCKS_MS=str(ms)), check=True)
+    head = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            head = f.readline()
+    if not head.startswith("# fields: "):
+        sys.exit(f"power-probe: gpu-clocks wrote no samples into {path} (no nvidia-smi?)")
+    return head[len("# fields: "):].split(",")[2]
+
+
+def sampler_stop(path):
+    subprocess.run(["bash", os.path.join(ROOT, "tools", "device", "gpu-clocks"), "stop", path],
+                   stdout=subprocess.DEVNULL, check=False)
 
 
 def read_samples(path):
@@ -127,11 +132,10 @@ def fa8_calls(S, delta, D=128):
         ft._call(L, "fa8_forward", ft._ref(pf), ft._ref(f), wsf.data_ptr(), ws_f, stream)
 
     fwd()
-    pb = ft._problem(L, q, B, S, S, H, H, D, D, False, scale, delta, "e4m3", "e4m3")
     delta_t = torch.empty(B, H, S, dtype=torch.float32, device=dev)
     dqt = torch.empty(B, S, H, D, dtype=torch.float32, device=dev)
     dk, dv = torch.empty_like(dqt), torch.empty_like(dqt)
-    ws_b = ft._size(L, "fa8_backward_workspace", pb)
+    ws_b = ft._size(L, "fa8_backward_workspace", pf)
     wsb = torch.empty(ws_b // 8 + 1, dtype=torch.float64, device=dev)
     bt = capi.BwdTensors(q=ft._qtensor(*qq, 128, "e4m3"), k=ft._qtensor(*kq, 128, "e4m3"),
                          v=ft._qtensor(*vq, 128, "e4m3"), dout_q=ft._qtensor(*dq8, 128, "e4m3"),
@@ -141,7 +145,7 @@ def fa8_calls(S, delta, D=128):
                          dv=ft._seq(dv, "f32"), stats=None)
 
     def bwd():
-        ft._call(L, "fa8_backward", ft._ref(pb), ft._ref(bt), wsb.data_ptr(), ws_b, stream)
+        ft._call(L, "fa8_backward", ft._ref(pf), ft._ref(bt), wsb.data_ptr(), ws_b, stream)
 
     # the structs hold raw pointers: the tensors behind them must outlive the closures
     fwd.keep = bwd.keep = (q, k, v, dout, qq, kq, vq, dq8, o, o_rem, lse, delta_t, dqt, dk, dv, wsf, wsb)
@@ -200,15 +204,14 @@ def main():
         print(f"power-probe: no cuDNN FP8 row: {type(e).__name__}: {str(e).splitlines()[0][:200]}", file=sys.stderr)
 
     csv = os.path.join(a.out, "power-probe.csv")
-    proc, power_field = sampler(csv)
+    power_field = sampler(csv)
     time.sleep(0.5)
     windows = []
     for name, fn, flops in work:
         t0, t1, ms = timed_loop(fn, a.seconds)
         windows.append((name, t0, t1, ms, flops))
         time.sleep(0.3)   # a gap between windows, so the sampler's edges do not mix workloads
-    proc.terminate()
-    proc.wait()
+    sampler_stop(csv)
     samples = read_samples(csv)
     res = [window_stats(samples, *w) for w in windows]
     print(table(res, power_field))
