@@ -84,21 +84,27 @@ __device__ __forceinline__ void wgmma_dq(float (&d)[NK / 2], uint64_t da, uint64
 }
 
 /* P and dS = P (dP^ - delta) of this thread's 64-key x 32-query elements (query columns q0..q0+31 of the tile), in
- * place (sacc <- P, dacc <- dS), and their largest |dS|; both scaled by P's cast scale, as in bwd_wgmma.cu.tpl.
+ * place (sacc <- P, dacc <- dS), and their largest |dS|; both scaled by P's cast scale, and the per-tile row
+ * scales read once, as in bwd_wgmma.cu.tpl.
  * MASK: the tile crosses a sequence end or the causal diagonal */
 template <bool MASK>
 __device__ __forceinline__ void ds_tile(float (&sacc)[QW / 2], float (&dacc)[QW / 2], const fa8_qrows &r, const fa8_bwd_args &a,
                                         int m0, int q0, int key0, int n0, const float *vs, float &amax) {
+  const float mul = r.qk[0], dsc[2] = { r.dos[0] * vs[key0 - n0], r.dos[0] * vs[key0 + 8 - n0] };   /* as there */
 #pragma unroll
-  for (int i = 0; i < QW / 2; ++i) {
+  for (int i = 0; i < QW / 2; i += 2) {
     const int rr = (i >> 1) & 1, ql = q0 + fa8_acc_col(i), kr = key0 + 8 * rr;
-    const bool vis = !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
-    float p, dpv;
-    fa8_p_dp<MASK>(sacc[i], dacc[i], r.qk[ql], r.lse2[ql], r.dos[ql] * vs[kr - n0], vis, p, dpv);
-    const float dsv = p * (dpv - r.delta[ql]);
-    sacc[i] = p;
-    dacc[i] = dsv;
-    amax = fmaxf(amax, fabsf(dsv));
+    const float2 l2 = *reinterpret_cast<const float2 *>(&r.lse2[ql]), dl = *reinterpret_cast<const float2 *>(&r.delta[ql]);
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const bool vis = !MASK || fa8_visible(m0 + ql + u, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
+      float p, dpv;
+      fa8_p_dp<MASK>(sacc[i + u], dacc[i + u], mul, u ? l2.y : l2.x, dsc[rr], vis, p, dpv);
+      const float dsv = p * (dpv - (u ? dl.y : dl.x));
+      sacc[i + u] = p;
+      dacc[i + u] = dsv;
+      amax = fmaxf(amax, fabsf(dsv));
+    }
   }
 }
 
