@@ -173,10 +173,8 @@ __device__ __forceinline__ void flush_diag(double (&sd)[5][BM], const fa8_bwd_ar
 
 /* P and dS = P (dP^ - delta) of this thread's elements, in place (sacc <- P, dacc <- dS), and their largest |dS|;
  * both scaled by P's cast scale (fa8_lse2_row: P^ is cvt(P) then, and dS's tile exponent absorbs the scale, a
- * power of two). MASK: the tile crosses a sequence end or the causal diagonal. Q's and dO's scales, so the logit
- * factor too, are one per query tile (the dispatcher checks their scale rows against BLOCK_M), so they are read
- * once, not per column: the same products, bit for bit, with 30 multiplies and 32 shared loads a tile fewer; a
- * column pair's LSE and delta come in one 8-byte load each (fa8_acc_col: pairs start at even columns). */
+ * power of two). MASK: the tile crosses a sequence end or the causal diagonal. The tile's row scales are read
+ * once (fa8_ds_pair): 30 multiplies and 32 shared loads a tile fewer than per column, the same products. */
 template <bool MASK>
 __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM / 2], const fa8_qrows &r, const fa8_bwd_args &a,
                                         int m0, int key0, int n0, const float *vs, float &amax) {
@@ -185,17 +183,11 @@ __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM 
 #pragma unroll
   for (int i = 0; i < BM / 2; i += 2) {
     const int rr = (i >> 1) & 1, ql = fa8_acc_col(i), kr = key0 + 8 * rr;
-    const float2 l2 = *reinterpret_cast<const float2 *>(&r.lse2[ql]), dl = *reinterpret_cast<const float2 *>(&r.delta[ql]);
+    fa8_ds_pair<MASK>(sacc[i], sacc[i + 1], dacc[i], dacc[i + 1], r, ql, mul, dsc[rr],
+                      !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL),
+                      !MASK || fa8_visible(m0 + ql + 1, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL));
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const bool vis = !MASK || fa8_visible(m0 + ql + u, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
-      float p, dpv;
-      fa8_p_dp<MASK>(sacc[i + u], dacc[i + u], mul, u ? l2.y : l2.x, dsc[rr], vis, p, dpv);
-      const float dsv = p * (dpv - (u ? dl.y : dl.x));
-      sacc[i + u] = p;
-      dacc[i + u] = dsv;
-      am[(i + u) & 3] = fmaxf(am[(i + u) & 3], fabsf(dsv));
-    }
+    for (int u = 0; u < 2; ++u) am[(i + u) & 3] = fmaxf(am[(i + u) & 3], fabsf(dacc[i + u]));
   }
   amax = fmaxf(fmaxf(am[0], am[1]), fmaxf(am[2], am[3]));
 }

@@ -94,17 +94,11 @@ __device__ __forceinline__ void ds_tile(float (&sacc)[QW / 2], float (&dacc)[QW 
 #pragma unroll
   for (int i = 0; i < QW / 2; i += 2) {
     const int rr = (i >> 1) & 1, ql = q0 + fa8_acc_col(i), kr = key0 + 8 * rr;
-    const float2 l2 = *reinterpret_cast<const float2 *>(&r.lse2[ql]), dl = *reinterpret_cast<const float2 *>(&r.delta[ql]);
+    fa8_ds_pair<MASK>(sacc[i], sacc[i + 1], dacc[i], dacc[i + 1], r, ql, mul, dsc[rr],
+                      !MASK || fa8_visible(m0 + ql, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL),
+                      !MASK || fa8_visible(m0 + ql + 1, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL));
 #pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const bool vis = !MASK || fa8_visible(m0 + ql + u, kr, a.Sq, a.Sk, a.Sk - a.Sq, CAUSAL);
-      float p, dpv;
-      fa8_p_dp<MASK>(sacc[i + u], dacc[i + u], mul, u ? l2.y : l2.x, dsc[rr], vis, p, dpv);
-      const float dsv = p * (dpv - (u ? dl.y : dl.x));
-      sacc[i + u] = p;
-      dacc[i + u] = dsv;
-      amax = fmaxf(amax, fabsf(dsv));
-    }
+    for (int u = 0; u < 2; ++u) amax = fmaxf(amax, fabsf(dacc[i + u]));
   }
 }
 

@@ -164,4 +164,22 @@ __device__ __forceinline__ void fa8_p_dp(float s, float d, float mul, float lse2
   dpv = d * dsc;
 }
 
+/* The backward's dS step for one column pair of S^t / dP^t (queries ql, ql + 1 of row r, ql even: fa8_acc_col's
+ * pairs), in place: s <- P, d <- dS = P (dP^ - delta). Q's and dO's scales, so the logit factor too, are one per
+ * query tile (the dispatcher checks their scale rows against BLOCK_M): `mul` = r.qk[0] and `dsc` = r.dos[0] x the
+ * key row's V scale, formed once a tile by the caller, the same products as per column; the pair's LSE and delta
+ * come in one 8-byte load each. vis: the two elements' visibility (MASK only). */
+template <bool MASK>
+__device__ __forceinline__ void fa8_ds_pair(float &s0, float &s1, float &d0, float &d1, const fa8_qrows &r, int ql, float mul,
+                                            float dsc, bool vis0, bool vis1) {
+  const float2 l2 = *reinterpret_cast<const float2 *>(&r.lse2[ql]), dl = *reinterpret_cast<const float2 *>(&r.delta[ql]);
+  float p, dpv;
+  fa8_p_dp<MASK>(s0, d0, mul, l2.x, dsc, vis0, p, dpv);
+  s0 = p;
+  d0 = p * (dpv - dl.x);
+  fa8_p_dp<MASK>(s1, d1, mul, l2.y, dsc, vis1, p, dpv);
+  s1 = p;
+  d1 = p * (dpv - dl.y);
+}
+
 #endif
