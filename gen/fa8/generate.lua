@@ -76,6 +76,7 @@ local function template_env(c)
     P_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).p_scale_log2),
     P_SCALE_LOG2 = ("%d.0f"):format(schema.p_convention(f.fmt).p_scale_log2),
     REM_SCALE = ("%d.0f"):format(1 << schema.p_convention(f.fmt).rem_scale_log2),
+    REM_FMT = f.fmt == "f32" and "FA8_FMT_F32" or "FA8_FMT_" .. schema.p_convention(f.fmt).rem_fmt:upper(),
     OPND_BYTES = f.fmt == "f32" and 4 or 1,
     HIP_THREADS = c.target.backend == "hip" and hip_threads(c) or nil,
     -- templates/hip/bwd: the LDS layout the model sized (resident or streamed)

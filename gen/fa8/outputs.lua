@@ -41,7 +41,8 @@ M.desc_fields = {
   { "fa8_lse_convention", "lse", function() return enum_c("lse", schema.conventions.lse) end },
   { "int32_t", "p_scale_log2", function(c)
       return tostring(schema.p_convention(c.functional.fmt).p_scale_log2) end },
-  { "int32_t", "rem_scale_log2", function() return tostring(schema.conventions.rem_scale_log2) end },
+  { "int32_t", "rem_scale_log2", function(c)
+      return tostring(schema.p_convention(c.functional.fmt).rem_scale_log2) end },
   { "fa8_cpu_run_fn", "cpu_run", function(c) return c.target.backend == "cpu" and ("%s"):format(c.name) or "NULL" end },
   { "fa8_cpu_items_fn", "cpu_items", function(c) return c.target.backend == "cpu" and (c.name .. "_items") or "NULL" end },
   { "fa8_gpu_launch_fn", "gpu_launch", function(c) return c.target.backend ~= "cpu" and (c.name .. "_launch") or "NULL" end },
@@ -64,7 +65,8 @@ function M.desc_header(meta)
   p("#define FA8_P_SCALE_LOG2 " .. schema.conventions.p_scale_log2 .. "   /* OCP family; FNUZ: see fa8_p_scale_log2() */")
   p("_Static_assert(FA8_P_SCALE_LOG2_OCP == " .. schema.p_families.ocp.p_scale_log2 .. " && FA8_P_SCALE_LOG2_FNUZ == " ..
     schema.p_families.fnuz.p_scale_log2 .. ", \"fa8 model and fa8_fp8.h disagree on P's scale\");")
-  p("#define FA8_REM_SCALE_LOG2 " .. schema.conventions.rem_scale_log2)
+  p("#define FA8_REM_SCALE_LOG2 " .. schema.conventions.rem_scale_log2 .. "   /* OCP family, P's scale: split's remainder is e5m2 */")
+  p("_Static_assert(FA8_REM_SCALE_LOG2 == FA8_P_SCALE_LOG2 && " .. schema.p_families.fnuz.rem_scale_log2 .. " == FA8_P_SCALE_LOG2_FNUZ, \"fa8 model: split's remainder takes P's scale\");")
   p("")
   p("/* The Lua model's enumerations must equal runtime/include/fa8_types.h. */")
   local names = {}

@@ -53,17 +53,22 @@ M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline", "vperm"
 M.conventions = {
   lse = "ln_scaled",        -- LSE = log sum exp(c * q.k), natural log
   p_scale_log2 = 8,         -- OCP family: P is cast as e4m3(P * 2^8)
-  rem_scale_log2 = 12,      -- OCP family, split: remainder cast as e4m3((P - P^) * 2^12)
+  rem_scale_log2 = 8,       -- OCP family, split: remainder cast as e5m2((P - P^) * 2^8), P^'s scale
   p_fmt = "e4m3",
+  rem_fmt = "e5m2",
 }
 
 -- P's FP8 format and fixed scales per format family (docs/numerics.md "P per FP8 family"): the matrix unit
 -- takes P and V in the same family, so FNUZ operands (AMD CDNA3) cast P to e4m3fnuz. Its largest value is
 -- 240, so the scale is 2^7 (P <= 1 maps to <= 128); the smallest normal, 2^-7, then covers P >= 2^-14,
 -- exactly the range OCP e4m3 covers under 2^8.
+-- Split's remainder P - P^ is cast to the family's e5m2 under P's own scale: its five exponent bits cover the
+-- remainder of every P >= 2^-18 with normal numbers and no scale of its own, so R^ V^ adds into P^ V^'s
+-- accumulator in the same GEMM (docs/numerics.md "Forward"; e4m3 needed a 2^4 larger scale and a second
+-- accumulator joined in FP32).
 M.p_families = {
-  ocp  = { p_fmt = "e4m3",     p_scale_log2 = 8, rem_scale_log2 = 12 },
-  fnuz = { p_fmt = "e4m3fnuz", p_scale_log2 = 7, rem_scale_log2 = 11 },
+  ocp  = { p_fmt = "e4m3",     p_scale_log2 = 8, rem_fmt = "e5m2",     rem_scale_log2 = 8 },
+  fnuz = { p_fmt = "e4m3fnuz", p_scale_log2 = 7, rem_fmt = "e5m2fnuz", rem_scale_log2 = 7 },
 }
 function M.p_convention(fmt)
   return (type(fmt) == "string" and fmt:match("fnuz$")) and M.p_families.fnuz or M.p_families.ocp

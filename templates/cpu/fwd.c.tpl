@@ -68,7 +68,7 @@ void $(name)(const void *args, int64_t item) {
         const float ph = fa8_cpu_cast(P_FMT, p * $(P_SCALE));
         w->p[i][j] = ph;
 #if SPLIT
-        w->r[i][j] = fa8_cpu_cast(P_FMT, (p - ph * (1.0f / $(P_SCALE))) * $(REM_SCALE));
+        w->r[i][j] = fa8_cpu_cast($(REM_FMT), (p - ph * (1.0f / $(P_SCALE))) * $(REM_SCALE));
 #endif
       }
       w->l[i] = w->l[i] * alpha + rowsum;

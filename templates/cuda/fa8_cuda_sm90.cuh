@@ -219,6 +219,11 @@ __device__ __forceinline__ uint32_t fa8_pack_e4m3x2(float lo, float hi) {
   asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
 }
+__device__ __forceinline__ uint32_t fa8_pack_e5m2x2(float lo, float hi) {
+  uint16_t r;
+  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
 /* Keys of a B operand (V^t rows, K-major) in the order a thread's own accumulator codes take as an A fragment:
  * position 4t+i of each 16-key group holds key 2t+i (i < 2) or 8+2t+i-2, so the codes of chunks 0,1 of a
  * thread (x01 below) are its a0 as they stand. The permutation stays inside 16-byte units, so it commutes with

@@ -13,11 +13,7 @@
 /* two FP8 codes of format F from (lo, hi), lo in the low byte */
 template <fa8_fmt F> __device__ __forceinline__ uint32_t fa8_pack_x2(float lo, float hi);
 template <> __device__ __forceinline__ uint32_t fa8_pack_x2<FA8_FMT_E4M3>(float lo, float hi) { return fa8_pack_e4m3x2(lo, hi); }
-template <> __device__ __forceinline__ uint32_t fa8_pack_x2<FA8_FMT_E5M2>(float lo, float hi) {
-  uint16_t r;
-  asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-  return r;
-}
+template <> __device__ __forceinline__ uint32_t fa8_pack_x2<FA8_FMT_E5M2>(float lo, float hi) { return fa8_pack_e5m2x2(lo, hi); }
 
 /* An m64nN FP32 accumulator (N/2 values per thread) -> FP8 A fragments of format F, one per 32-wide k-step
  * along N, each thread's own codes as they stand: the wgmma then reads A column 4t+i as accumulator column

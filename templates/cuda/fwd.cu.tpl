@@ -4,7 +4,7 @@
  * with cp.async. P^ is staged through shared memory as the A operand of the PV product. The accumulator is
  * kept in units of the current V tile's descale, so each tile's product joins it without a temporary:
  *   acc <- acc * alpha * (f_prev / f_cur) + P^ V^       (f = v_scale / 2^8)
- * and split adds the remainder R^ under 2^12 into the same accumulator by pre-scaling it by 2^4. */
+ * and split adds the remainder R^ (e5m2 under P's scale 2^8) into the same accumulator. */
 #include "fa8_cuda_tile.cuh"
 
 namespace {
@@ -13,6 +13,8 @@ constexpr fa8_fmt FMT = $(FMT);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false"), SPLIT = $(SPLIT == 1 and "true" or "false");
 constexpr int LQ = DQK + FA8_PAD, LK = DQK + FA8_PAD, LV = BN + FA8_PAD, LP = BN + FA8_PAD;
 constexpr float P_SCALE = $(P_SCALE), REM_SCALE = $(REM_SCALE);
+constexpr fa8_fmt REM_FMT = $(REM_FMT);   /* split's remainder (OCP: e5m2 under P's scale) */
+static_assert(!SPLIT || (REM_FMT == FA8_FMT_E5M2 && REM_SCALE == P_SCALE), "split: R^ is e5m2 under P^'s scale (schema.p_convention)");
 static_assert(BM == 16 * WARPS, "each warp owns 16 rows");
 static_assert(BN % 32 == 0 && DQK % 32 == 0 && DV % 8 == 0, "MMA shape");
 
@@ -37,7 +39,8 @@ __device__ __forceinline__ void load_tile(Smem &s, int st, const fa8_fwd_args &a
   fa8_cp_commit();
 }
 
-/* acc += (A from smem rows of this warp) x (B = V^t tile), K = BN */
+/* acc += (A from smem rows of this warp, format AF: P^ e4m3 or split's R^ e5m2) x (B = V^t tile), K = BN */
+template <fa8_fmt AF = FA8_FMT_E4M3>
 __device__ __forceinline__ void pv(float acc[DV / 8][4], const uint8_t *p, const uint8_t *vt, int r0) {
 #pragma unroll
   for (int kk = 0; kk < BN; kk += 32) {
@@ -47,7 +50,7 @@ __device__ __forceinline__ void pv(float acc[DV / 8][4], const uint8_t *p, const
     for (int dt = 0; dt < DV / 8; ++dt) {
       uint32_t bf[2];
       fa8_load_b(bf, vt, LV, dt * 8, kk);
-      fa8_mma<FA8_FMT_E4M3, FMT>::run(acc[dt], af, bf);
+      fa8_mma<AF, FMT>::run(acc[dt], af, bf);
     }
   }
 }
@@ -129,11 +132,10 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
         l[r] += p;
         const uint8_t pc = fa8_cvt<FA8_FMT_E4M3>(p * P_SCALE);
         s.p[(warp * 16 + g + 8 * r) * LP + nt * 8 + 2 * t + (e & 1)] = pc;
-        if (SPLIT) rcode[nt][e] = fa8_cvt<FA8_FMT_E4M3>(fa8_split_rem(p, fa8_dec<FA8_FMT_E4M3>(pc), P_SCALE) * REM_SCALE);
+        if (SPLIT) rcode[nt][e] = fa8_cvt<REM_FMT>(fa8_split_rem(p, fa8_dec<FA8_FMT_E4M3>(pc), P_SCALE) * REM_SCALE);
       }
     if (SPLIT) {
-      /* remainder first, into the accumulator pre-scaled by 2^4 (exact): acc = (acc*16 + R^V^)/16 + P^V^ */
-      constexpr float UP = REM_SCALE / P_SCALE;
+      /* remainder first (R^ has P^'s scale, docs/numerics.md "Forward"): acc = acc rescale + R^V^ + P^V^ */
       uint8_t pcopy[BN / 8][4];
 #pragma unroll
       for (int nt = 0; nt < BN / 8; ++nt)
@@ -147,17 +149,13 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
 #pragma unroll
       for (int dt = 0; dt < DV / 8; ++dt)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[dt][e] *= rescale[e >> 1] * UP;
-      pv(acc, s.p, s.vt[st], warp * 16);
+        for (int e = 0; e < 4; ++e) acc[dt][e] *= rescale[e >> 1];
+      pv<REM_FMT>(acc, s.p, s.vt[st], warp * 16);
       __syncwarp();
 #pragma unroll
       for (int nt = 0; nt < BN / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) s.p[(warp * 16 + g + 8 * (e >> 1)) * LP + nt * 8 + 2 * t + (e & 1)] = pcopy[nt][e];
-#pragma unroll
-      for (int dt = 0; dt < DV / 8; ++dt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[dt][e] *= 1.0f / UP;
     } else {
 #pragma unroll
       for (int dt = 0; dt < DV / 8; ++dt)

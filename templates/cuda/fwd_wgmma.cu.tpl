@@ -40,13 +40,11 @@ static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
 constexpr bool PERSIST = DV / 2 + BN / 2 + BN / 8 <= 200;
 constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
-/* Three consumer warpgroups (160 registers each) where S, O and P^ do not fit side by side (d128 x 128 keys:
- * 64 + 64 + 16 and the loop's state): a warpgroup's GEMM phase runs P^(j-1) V(j-1) first and waits for it, so P^
- * is dead before S(j) = Q K(j)^t takes its registers; the other two warpgroups keep the tensor cores busy.
- * Split there (O, R^ V^'s fresh accumulator, P^ and R^: 64 + 64 + 32 at d128) also takes R^(j) V(j) in two
- * halves of the head dim (RV_HALVES below), each into a fresh accumulator of DV/4 that joins O at once */
-constexpr bool SERIAL_GEMMS = CONSUMERS == 3 && (SPLIT ? DV + BN / 4 + 24 > CONSUMER_REGS : DV / 2 + BN / 2 + BN / 8 + 24 > CONSUMER_REGS);
-constexpr bool RV_HALVES = SPLIT && SERIAL_GEMMS;
+/* Three consumer warpgroups (160 registers each) where S, O and P^ (split: and R^) do not fit side by side (d128
+ * x 128 keys: 64 + 64 + 16 and the loop's state): a warpgroup's GEMM phase runs P^(j-1) V(j-1) first and waits
+ * for it, so P^ is dead before S(j) = Q K(j)^t takes its registers; the other two warpgroups keep the tensor
+ * cores busy. */
+constexpr bool SERIAL_GEMMS = CONSUMERS == 3 && DV / 2 + BN / 2 + (SPLIT ? BN / 4 : BN / 8) + 24 > CONSUMER_REGS;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
 
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
@@ -78,13 +76,13 @@ __device__ __forceinline__ void wgmma_qk(float (&d)[BN / 2], uint64_t da, uint64
                : $(dops(BN))
                : "l"(da), "l"(db), "r"(accumulate));
 }
-/* O (64 x DV per warpgroup) (+)= P^ (registers, e4m3) V^ (smem), one k-step of 32 keys; the same over half the head
- * dim (m64n(DV/2), RV_HALVES), told apart by the accumulator's size */
-% for _, n in ipairs({ DV, DV // 2 }) do
-__device__ __forceinline__ void wgmma_pv(float (&d)[$(n // 2)], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(n // 2 + 5), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(n)k32.f32.e4m3.$(ty) {$(dregs(n))}, {%$(n // 2), %$(n // 2 + 1), %$(n // 2 + 2), %$(n // 2 + 3)}, %$(n // 2 + 4), p, 1, 1;\n}\n"
-               : $(dops(n))
+/* O (64 x DV per warpgroup) (+)= A (registers) V^ (smem), one k-step of 32 keys: A is P^ (e4m3) or split's R^
+ * (e5m2, docs/numerics.md "Forward") */
+% for _, at in ipairs({ "e4m3", "e5m2" }) do
+__device__ __forceinline__ void wgmma_pv_$(at)(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db, int accumulate) {
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.$(at).$(ty) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
+               : $(dops(DV))
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 % end
@@ -107,25 +105,12 @@ __device__ __forceinline__ void to_a_frags(const float (&p)[BN / 2], uint32_t (&
 }
 
 /* split: P^ and R^ fragments in one pass. P^ = e4m3(p 2^8) comes from the codes to_a_frags would pack; the
- * codes decode back exactly through f16 (every e4m3 value is an f16 value), and R^ = e4m3((p - P^/2^8) 2^12)
- * is computed as e4m3(p 2^8 K - P^ K) with K = 2^4: p 2^8 is what p[] holds, P^ K is exact in f16 (one packed
- * multiply for the pair), and the FFMA rounds once a difference that is exact (P^ is within a factor 2 of p 2^8,
- * or 0), so the codes are bit for bit those of docs/numerics.md without a software decode or a 64-float
- * remainder array, and one instruction per logit less than a subtract and a multiply. */
-constexpr float K_REM = REM_SCALE / P_SCALE;
-/* the f16 bits of K_REM, a power of two (2^0 .. 2^15) */
-__host__ __device__ constexpr uint32_t f16_pow2_bits(float k, int e = 0) { return k > 1.0f ? f16_pow2_bits(k / 2.0f, e + 1) : (uint32_t)(15 + e) << 10; }
-static_assert(K_REM >= 1.0f && K_REM <= 32768.0f && f16_pow2_bits(1.0f) == 0x3C00u && f16_pow2_bits(16.0f) == 0x4C00u, "K_REM: 2^0 .. 2^15");
-/* the four codes of x (code i in byte i) decoded exactly through f16 (fa8_e4m3x4_to_f16x2) and multiplied by
- * K_REM there (exact in f16) */
-__device__ __forceinline__ void dec_e4m3x4_times_k(uint32_t x, float (&d)[4]) {
-  constexpr uint32_t K2 = f16_pow2_bits(K_REM) * 0x10001u;
-  uint32_t h0, h1;
-  fa8_e4m3x4_to_f16x2(x, h0, h1);
-  asm("mul.rn.f16x2 %0, %0, %2;\nmul.rn.f16x2 %1, %1, %2;" : "+r"(h0), "+r"(h1) : "r"(K2));
-  fa8_f16x2_to_f32(h0, d[0], d[1]);
-  fa8_f16x2_to_f32(h1, d[2], d[3]);
-}
+ * codes decode back exactly through f16 (every e4m3 value is an f16 value), and R^ = e5m2(p 2^8 - P^): p 2^8 is
+ * what p[] holds and the difference is exact (P^ is within a factor 2 of p 2^8, or on a coarser grid below it),
+ * so the codes are bit for bit those of docs/numerics.md with one rounding. R^ has P^'s scale, so R^ V^ adds into
+ * the same accumulator as P^ V^, in the same GEMM group (no second accumulator, wait or FP32 join). */
+static_assert(!SPLIT || ($(REM_FMT) == FA8_FMT_E5M2 && REM_SCALE == P_SCALE),
+              "split: R^ is e5m2 under P^'s scale (schema.p_convention), so R^ V^ joins P^ V^'s accumulator");
 __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_t (&af)[BN / 32][4], uint32_t (&rf)[BN / 32][4]) {
 #pragma unroll
   for (int kb = 0; kb < BN / 32; ++kb) {
@@ -136,10 +121,9 @@ __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_
       for (int h = 0; h < 2; ++h) {
         const int i0 = 4 * (4 * kb + 2 * h) + 2 * r, i1 = i0 + 4;   /* the two pairs of this word */
         x[r][h] = fa8_pack_e4m3x2(p[i0], p[i0 + 1]) | (fa8_pack_e4m3x2(p[i1], p[i1 + 1]) << 16);
-        float d[4];   /* P^ K */
-        dec_e4m3x4_times_k(x[r][h], d);
-        y[r][h] = fa8_pack_e4m3x2(fmaf(p[i0], K_REM, -d[0]), fmaf(p[i0 + 1], K_REM, -d[1])) |
-                  (fa8_pack_e4m3x2(fmaf(p[i1], K_REM, -d[2]), fmaf(p[i1 + 1], K_REM, -d[3])) << 16);
+        float d[4];   /* P^ */
+        fa8_dec4_stream<FA8_FMT_E4M3>(x[r][h], d);
+        y[r][h] = fa8_pack_e5m2x2(p[i0] - d[0], p[i0 + 1] - d[1]) | (fa8_pack_e5m2x2(p[i1] - d[2], p[i1 + 1] - d[3]) << 16);
       }
     fa8_codes_to_a<VPERM>(x, af[kb]);
     fa8_codes_to_a<VPERM>(y, rf[kb]);
@@ -185,18 +169,23 @@ struct Consumer {
                fa8_wgmma_desc_at(klo, (k / 2) * sizeof(s.k[0][0]) + (k % 2) * 32), k > 0);
     fa8_wgmma_commit();
   }
-  /* d (+)= A V^ for the key tile in stage st (asynchronous): into O (d = acc, adding), or into a fresh
-   * accumulator (fresh: the first k-step overwrites d). N = DV/2 values a thread: all of the head dim; N = DV/4
-   * (RV_HALVES): head-dim half h, V^t's rows h DV/2 .. of each 64-key chunk (4096 bytes in at d128, a whole number
-   * of 64-byte swizzle atoms of 512 bytes) */
-  template <int N>
-  __device__ __forceinline__ void pv_issue(float (&d)[N], const uint32_t (&af)[BN / 32][4], int st, bool fresh, int h = 0) {
-    static_assert(N == DV / 2 || N == DV / 4, "all of the head dim or half of it");
+  /* d (+)= P^ V^ for the key tile in stage st, then (split, RV) R^ V^ into the same d, one group (asynchronous):
+   * into O (d = acc, adding), or into a fresh accumulator (fresh: the first k-step overwrites d). PV / RV: which
+   * of the two products to issue (the d > 128 split issues R^ V^ on its own, before P^ V^). */
+  template <bool PV = true, bool RV = SPLIT>
+  __device__ __forceinline__ void pv_issue(float (&d)[DV / 2], int st, bool fresh) {
     fa8_wgmma_fence();
-    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][h * (2 * N) * FA8_CHUNK]);
+    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][0]);
+    if constexpr (PV) {
 #pragma unroll
-    for (int k = 0; k < BN / 32; ++k)
-      wgmma_pv(d, af[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), !fresh || k > 0);
+      for (int k = 0; k < BN / 32; ++k)
+        wgmma_pv_e4m3(d, pa[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), !fresh || k > 0);
+    }
+    if constexpr (RV) {
+#pragma unroll
+      for (int k = 0; k < BN / 32; ++k)
+        wgmma_pv_e5m2(d, ra[k], fa8_wgmma_desc_at(vlo, (k / 2) * sizeof(s.vt[0][0]) + (k % 2) * 32), PV || !fresh || k > 0);
+    }
     fa8_wgmma_commit();
   }
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
@@ -392,11 +381,10 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
   if (ntiles == 0) q_release();
   if (ntiles > 0) {
     if constexpr (SPLIT && DV > 128) {
-      /* split, DV > 128: no registers for a second accumulator next to O and S, so O is pre-scaled by 2^4 so
-       * that R^(j) V(j) lands first, then P^(j) V(j) (the portable path's order). R^ V^ has its own group and
-       * wait; P^(j) V(j) is issued together with S(j+1) = Q K(j+1)^t and waited for once, as the standard
-       * forward's GEMM phase (in flight: O, S and P^, the standard d256 tile's registers; R^ is dead by then) */
-      constexpr float UP = REM_SCALE / P_SCALE;
+      /* split, DV > 128: R^ cannot stay live beside O, S and P^ through the next GEMM phase, so R^(j) V(j) goes
+       * into O first in a group of its own, waited for at once; P^(j) V(j) is issued together with S(j+1) =
+       * Q K(j+1)^t and waited for once, as the standard forward's GEMM phase (in flight: O, S and P^, the standard
+       * d256 tile's registers; R^ is dead by then) */
       const int s0 = g0 % STAGES;
       fa8_mbar_wait(&s.full[s0], (g0 / STAGES) & 1);
       c.qk_issue(s0);
@@ -405,16 +393,14 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       if (ntiles == 1) q_release();
       float rescale[2];
       c.softmax(0, s0, rescale);
-      /* R^(j) V(j) into the pre-scaled O, then O back to P^'s scale (tile g's stage st) */
+      /* O takes the rescale, then R^(j) V(j) (tile g's stage st) */
       auto rv_step = [&](int g, int st) {
 #pragma unroll
-        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1] * UP;
+        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
         if constexpr (VPERM) fa8_mbar_wait(&s.vready[st], (g / STAGES) & 1);
-        c.pv_issue(c.acc, c.ra, st, false);
+        c.pv_issue<false, true>(c.acc, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
-#pragma unroll
-        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= 1.0f / UP;
       };
       /* the last tile peeled: a conditional S issue inside the loop spilled 164 bytes at d256 (nvcc 13) */
       for (int it = 0; it + 1 < ntiles; ++it) {
@@ -422,7 +408,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         rv_step(g, st);
         fa8_mbar_wait(&s.full[st1], (g1 / STAGES) & 1);
         c.qk_issue(st1);
-        c.pv_issue(c.acc, c.pa, st, false);
+        c.pv_issue<true, false>(c.acc, st, false);
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
         fa8_fence_regs(c.sacc);
@@ -432,7 +418,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       }
       const int gl = g0 + ntiles - 1, sl = gl % STAGES;
       rv_step(gl, sl);
-      c.pv_issue(c.acc, c.pa, sl, false);
+      c.pv_issue<true, false>(c.acc, sl, false);
       fa8_wgmma_wait<0>();
       fa8_fence_regs(c.acc);
       if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
@@ -443,46 +429,28 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
        * warpgroup's GEMMs execute. Every wait is wait_group 0 before registers are touched, so ptxas sees no
        * in-flight register hazard. One consumer warpgroup (or three) runs the same loop without turns.
        *
-       * Split (DV <= 128) runs the same loop, one wait per GEMM phase as above, with R^ V^ in a fresh
-       * accumulator (tr) that joins O in FP32 with the factor P_SCALE / REM_SCALE (the tensor cores keep only
-       * ~14 bits when they add into an accumulator, which would swamp R^ V^ / 2^4). What the GEMM phase holds
-       * in flight depends on the registers (setmaxnreg's CONSUMER_REGS, less ~48 for the loop's state; at
-       * BLOCK_N 128: S 64, P^ and R^ fragments 32):
-       *  - PV_FRESH (d64: S 64 + O 32 + tp 32 + tr 32 + P^, R^ 32 = 192 of 240): the GEMM phase of tile j
-       *    issues S(j), P^(j-1) V(j-1) into a fresh accumulator (tp) and R^(j-1) V(j-1) into tr; both join O
-       *    in FP32 after the wait exactly as the one-tile-at-a-time loop did (O = O rescale + P^V^, then
-       *    + R^V^ P_SCALE/REM_SCALE).
-       *  - otherwise P^ V^ adds into the running O on the tensor cores like the standard forward (two fresh
-       *    accumulators next to O and S would need 256 registers at d128; bench/NOTES.md measured no change in
-       *    split's O error when v3 moved P^ V^ from O to a fresh accumulator: the QK^t logits dominate it),
-       *    and R^(j-1) V(j-1) still goes into tr in the same GEMM phase where that fits (d128 with BLOCK_N 64).
-       *  - RV_SOLO (d128 at BLOCK_N 128: S 64 + O 64 + tr 64 + P^, R^ 32 = 224 spilled and made ptxas
-       *    serialize the wgmmas, measured): R^(j) V(j) goes in its own group right after softmax(j), outside
-       *    the turn (it queues behind the other warpgroup's GEMM phase; in flight tr 64 + R^ 16, with O 64 and
-       *    P^ 16 live), and is waited for at once while O takes its rescale; the GEMM phase keeps S(j+1) and
-       *    P^(j) V(j).
-       *  - RV_HALVES (three warpgroups at d128: 160 registers, SERIAL_GEMMS): R^(j) V(j) after O's rescale in two
-       *    head-dim halves, each into a fresh DV/4 accumulator waited for and joined at once (the same products
-       *    and FP32 join as RV_SOLO); then P^(j) V(j) alone and S(j+1) alone. Measured against the two-warpgroup
-       *    loop (bench/results/2026-12-01-h200-fwd-3wg): −4.7 % at S=8K, +2.4 % causal; the tuner decides.
+       * Split (DV <= 128) runs the same loop, one wait per GEMM phase as above: R^(j-1) V(j-1) follows
+       * P^(j-1) V(j-1) into the same accumulator in the same group (R^ has P^'s scale). Where the registers allow
+       * (PV_FRESH: S, O, a fresh tile accumulator tp, P^ and R^ within CONSUMER_REGS less ~48 for the loop's
+       * state; d64 at BLOCK_N 128: 64 + 32 + 32 + 32 = 160 of 192) both go into tp, which joins O in FP32 after the
+       * wait: the tensor cores keep only ~14 bits when they add into an accumulator, so a tile's own sum keeps
+       * more of R^ V^ than the running O does. Elsewhere they add into the running O on the tensor cores, as
+       * P^ V^ does in the standard forward (bench/NOTES.md measured no change in split's O error when v3 moved
+       * P^ V^ from O to a fresh accumulator: the QK^t logits dominate it).
        * Persistent grids keep the turns going across the CTA's tiles (fwd_kernel takes the first arrive and
        * the last hand-over once per CTA). */
       constexpr int INFLIGHT = CONSUMER_REGS - 48;
-      constexpr bool PV_FRESH = SPLIT && BN / 2 + 3 * (DV / 2) + BN / 8 <= INFLIGHT;      /* P^ V^ into tp */
-      constexpr bool RV_SOLO = SPLIT && !PV_FRESH && !RV_HALVES && BN / 2 + 2 * (DV / 2) + BN / 8 > INFLIGHT;
-      /* R^ V^ in the GEMM phase into tr (the remaining split case) */
-      constexpr bool RV_IN_PHASE = SPLIT && !RV_SOLO && !RV_HALVES;
+      constexpr bool PV_FRESH = SPLIT && BN / 2 + 2 * (DV / 2) + BN / 4 <= INFLIGHT;      /* P^ V^ + R^ V^ into tp */
       const int cw = wg - 1;
       auto turn_wait = [&]() { if (PINGPONG) fa8_named_sync(1 + cw, 256); };
       auto turn_pass = [&]() { if (PINGPONG) fa8_named_arrive(1 + (1 - cw), 256); };
-      float tp[DV / 2], tr[DV / 2];   /* fresh accumulators (unused ones cost nothing) */
+      float tp[DV / 2];   /* the fresh tile accumulator (unused, it costs nothing) */
       /* the PV part of a GEMM phase for the tile in stage sp (asynchronous; joined by pv_join) */
       auto pv_issue_all = [&](int sp) {
-        if constexpr (PV_FRESH) c.pv_issue(tp, c.pa, sp, true);
-        else c.pv_issue(c.acc, c.pa, sp, false);
-        if constexpr (RV_IN_PHASE) c.pv_issue(tr, c.ra, sp, true);
+        if constexpr (PV_FRESH) c.pv_issue(tp, sp, true);
+        else c.pv_issue(c.acc, sp, false);
       };
-      /* after the GEMM phase's wait: fresh products join O in FP32; rs: the rescale the previous softmax left
+      /* after the GEMM phase's wait: a fresh product joins O in FP32; rs: the rescale the previous softmax left
        * for O (PV_FRESH only: otherwise O takes it before the GEMM phase, since it accumulates there) */
       auto pv_join = [&](const float (&rs)[2]) {
         if constexpr (PV_FRESH) {
@@ -492,48 +460,17 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         } else {
           fa8_fence_regs(c.acc);
         }
-        if constexpr (RV_IN_PHASE) {
-          fa8_fence_regs(tr);
-#pragma unroll
-          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tr[i], P_SCALE / REM_SCALE, c.acc[i]);
-        }
       };
-      /* after softmax(j) (tile in stage st): O takes the rescale; RV_SOLO: R^(j) V(j) into tr meanwhile,
-       * then waited for and joined */
       /* V^t of key tile g (stage g % STAGES) in the A order (permute_vt) */
       auto v_ready = [&](int g) {
         if constexpr (VPERM) fa8_mbar_wait(&s.vready[g % STAGES], (g / STAGES) & 1);
       };
-      auto after_softmax = [&](int g, const float (&rs)[2], bool first) {
-        const int st = g % STAGES;
-        if constexpr (RV_SOLO) {
-          v_ready(g);
-          c.pv_issue(tr, c.ra, st, true);
-        }
+      /* after softmax(j): O takes the rescale (unless a fresh accumulator joins it with the rescale) */
+      auto after_softmax = [&](const float (&rs)[2], bool first) {
         if constexpr (!PV_FRESH) {
           if (!first) {
 #pragma unroll
             for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rs[(i >> 1) & 1];
-          }
-        }
-        if constexpr (RV_SOLO) {
-          fa8_wgmma_wait<0>();
-          fa8_fence_regs(tr);
-#pragma unroll
-          for (int i = 0; i < DV / 2; ++i) c.acc[i] = fmaf(tr[i], P_SCALE / REM_SCALE, c.acc[i]);
-        }
-        if constexpr (RV_HALVES) {
-          /* after O's rescale: R^(j) V(j) one head-dim half at a time (O's accumulator holds columns 0 .. DV/2
-           * in its first DV/4 values), each half waited for and joined in FP32 as RV_SOLO's whole product */
-          v_ready(g);
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float th[DV / 4];
-            c.pv_issue(th, c.ra, st, true, h);
-            fa8_wgmma_wait<0>();
-            fa8_fence_regs(th);
-#pragma unroll
-            for (int i = 0; i < DV / 4; ++i) c.acc[h * (DV / 4) + i] = fmaf(th[i], P_SCALE / REM_SCALE, c.acc[h * (DV / 4) + i]);
           }
         }
       };
@@ -548,7 +485,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       if (ntiles == 1) q_release();
       float rescale[2];
       c.softmax(0, s0, rescale);
-      after_softmax(g0, rescale, true);   /* O is still 0: no rescale */
+      after_softmax(rescale, true);   /* O is still 0: no rescale */
       for (int it = 1; it < ntiles; ++it) {
         const int g = g0 + it, st = g % STAGES, sp = (g - 1) % STAGES;
         if constexpr (SERIAL_GEMMS) {
@@ -563,7 +500,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
           fa8_fence_regs(c.sacc);
           if (it == ntiles - 1) q_release();
           c.softmax(it * BN, st, rescale);
-          after_softmax(g, rescale, false);
+          after_softmax(rescale, false);
           continue;
         }
         fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
@@ -578,7 +515,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
         if (it == ntiles - 1) q_release();
         c.softmax(it * BN, st, rescale);
-        after_softmax(g, rescale, false);
+        after_softmax(rescale, false);
       }
       const int sl = (g0 + ntiles - 1) % STAGES;
       v_ready(g0 + ntiles - 1);

@@ -4,12 +4,12 @@
  * O += P^ V^ run on the matrix unit (fa8_hip_tile.h: FP8 MFMA on gfx942, FP16 MFMA on gfx90a); P^ is staged
  * through LDS as the A operand of the PV product. As on CUDA, the accumulator is kept in units of the current
  * V tile's descale (acc <- acc * alpha * f_prev / f_cur + P^ V^, f = v_scale / P_SCALE) and split adds the
- * remainder R^ (under REM_SCALE) into the same accumulator pre-scaled by REM_SCALE / P_SCALE. */
+ * remainder R^ (e5m2fnuz under P's scale) into the same accumulator. */
 #include "fa8_hip_tile.h"
 
 namespace {
 constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warps), THREADS = $(HIP_THREADS);
-constexpr fa8_fmt FMT = $(FMT), P_FMT = $(P_FMT);
+constexpr fa8_fmt FMT = $(FMT), P_FMT = $(P_FMT), REM_FMT = $(REM_FMT);   /* REM_FMT: split's remainder */
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false"), SPLIT = $(SPLIT == 1 and "true" or "false");
 constexpr int LQ = DQK + FA8_PAD, LK = DQK + FA8_PAD, LV = BN + FA8_PAD, LP = BN + FA8_PAD;
 constexpr float P_SCALE = $(P_SCALE), REM_SCALE = $(REM_SCALE);
@@ -21,13 +21,14 @@ struct Smem {
   float ks[BN], vs;
 };
 
-/* acc += P^ (this wave's rows of s.p) x V^ */
+/* acc += P^ (or split's R^: AF = REM_FMT; this wave's rows of s.p) x V^ */
+template <fa8_fmt AF = P_FMT>
 FA8_DEV void pv(fa8_v16f acc[DV / 32], const Smem &s, int r0) {   /* inlined early: acc stays in registers */
 #pragma unroll
   for (int kk = 0; kk < BN; kk += 16) {
     const uint64_t af = fa8_frag(s.p, LP, r0, kk);
 #pragma unroll
-    for (int dt = 0; dt < DV / 32; ++dt) fa8_mfma<P_FMT, FMT>(acc[dt], af, fa8_frag(s.vt, LV, dt * 32, kk));
+    for (int dt = 0; dt < DV / 32; ++dt) fa8_mfma<AF, FMT>(acc[dt], af, fa8_frag(s.vt, LV, dt * 32, kk));
   }
 }
 }  // namespace
@@ -106,13 +107,13 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_fwd_args a) {
         const uint8_t pc = fa8_cvt<P_FMT>(p * P_SCALE);
         s.p[(r0 + fa8_c_row(r)) * LP + nt * 32 + col] = pc;
         if (SPLIT) {
-          const uint32_t rc = fa8_cvt<P_FMT>(fa8_split_rem(p, fa8_dec<P_FMT>(pc), P_SCALE) * REM_SCALE);
+          const uint32_t rc = fa8_cvt<REM_FMT>(fa8_split_rem(p, fa8_dec<P_FMT>(pc), P_SCALE) * REM_SCALE);
           rcode[nt][r >> 2] = (r & 3) ? rcode[nt][r >> 2] | rc << (8 * (r & 3)) : rc;
         }
       }
     if (SPLIT) {
-      /* remainder first, into the accumulator pre-scaled by REM_SCALE / P_SCALE (a power of two: exact) */
-      constexpr float UP = REM_SCALE / P_SCALE;
+      /* remainder first (R^ has P^'s scale, docs/numerics.md "Forward"): acc = acc rescale + R^V^ + P^V^ */
+      static_assert(REM_SCALE == P_SCALE, "split: R^ takes P^'s scale (schema.p_convention)");
       uint32_t pcopy[BN / 32][4];
 #pragma unroll
       for (int nt = 0; nt < BN / 32; ++nt)
@@ -126,17 +127,13 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_fwd_args a) {
 #pragma unroll
       for (int dt = 0; dt < DV / 32; ++dt)
 #pragma unroll
-        for (int r = 0; r < 16; ++r) acc[dt][r] *= rescale[r] * UP;
-      pv(acc, s, r0);
+        for (int r = 0; r < 16; ++r) acc[dt][r] *= rescale[r];
+      pv<REM_FMT>(acc, s, r0);
       fa8_wave_sync();
 #pragma unroll
       for (int nt = 0; nt < BN / 32; ++nt)
 #pragma unroll
         for (int r = 0; r < 16; ++r) s.p[(r0 + fa8_c_row(r)) * LP + nt * 32 + col] = (uint8_t)(pcopy[nt][r >> 2] >> (8 * (r & 3)));
-#pragma unroll
-      for (int dt = 0; dt < DV / 32; ++dt)
-#pragma unroll
-        for (int r = 0; r < 16; ++r) acc[dt][r] *= 1.0f / UP;
     } else {
 #pragma unroll
       for (int dt = 0; dt < DV / 32; ++dt)
