@@ -752,9 +752,10 @@ ParameterizedTest(geom *g, attention, threads, .timeout = 300) {
 
 /* Split adds R^ = E5M2((p - P^/2^8) 2^8) times V to the output: P is then carried to ~7 bits instead of ~4, so the O
  * error against FP64 drops by ~2^-4 (measured 0.045-0.048 x the standard forward's on these problems; 0.023-0.024
- * with the earlier E4M3 remainder under 2^12, one mantissa bit more): bound 0.1. l (hence LSE) uses the unquantized p in both forwards: LSE bit-identical. o_rem = bf16(O -
- * bf16(O)) is nonzero wherever O is not a BF16 number (almost everywhere: >= 90% required), and bf16(o) + o_rem carries
- * O to ~16 bits: its distance to the FP32 output is ~2^-8 of bf16(o)'s (bound 0.02). In both forwards o = bf16(o_f32). */
+ * with the earlier E4M3 remainder under 2^12, one mantissa bit more): bound 0.1. l (hence LSE) uses the
+ * unquantized p in both forwards: LSE bit-identical. o_rem = bf16(O - bf16(O)) is nonzero wherever O is not a BF16
+ * number (almost everywhere: >= 90% required), and bf16(o) + o_rem carries O to ~16 bits: its distance to the FP32
+ * output is ~2^-8 of bf16(o)'s (bound 0.02). In both forwards o = bf16(o_f32). */
 static geom SPLITG[] = {
   { "probe d128 gqa causal 1024",  1, 8, 2, 1024, 1024, 128, 128, 1, E4, 128, E4 },
   { "mla gqa full 200x333",        1, 4, 2, 200,  333,  192, 128, 0, E4, 128, E4 },

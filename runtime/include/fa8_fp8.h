@@ -56,8 +56,8 @@ FA8_HD static inline int fa8_fmt_is_fp8(fa8_fmt f) {
 /* P's FP8 format and fixed scale per format family (docs/numerics.md "P per FP8 family"): the matrix unit
  * takes P and V in one family, so OCP operands cast P as e4m3(P * 2^8) and FNUZ operands (AMD CDNA3) as
  * e4m3fnuz(P * 2^7) (max 240); both cover P >= 2^-14 with normal numbers. The split remainder P - P^ is cast to
- * the family's e5m2 under P's scale (fa8_rem_format). gen/fa8/schema.lua holds the same numbers (checked by
- * fa8_desc.h). */
+ * the family's e5m2 under P's scale (the generator's REM_FMT; no C code casts it). gen/fa8/schema.lua holds the
+ * same numbers (checked by fa8_desc.h). */
 #define FA8_P_SCALE_LOG2_OCP 8
 #define FA8_P_SCALE_LOG2_FNUZ 7
 FA8_HD static inline int fa8_fmt_is_fnuz(fa8_fmt f) { return f == FA8_FMT_E4M3FNUZ || f == FA8_FMT_E5M2FNUZ; }
@@ -65,7 +65,6 @@ FA8_HD static inline fa8_fmt fa8_p_format(fa8_fmt qkv) { return fa8_fmt_is_fnuz(
 FA8_HD static inline int fa8_p_scale_log2(fa8_fmt qkv) {
     return fa8_fmt_is_fnuz(qkv) ? FA8_P_SCALE_LOG2_FNUZ : FA8_P_SCALE_LOG2_OCP;
 }
-FA8_HD static inline fa8_fmt fa8_rem_format(fa8_fmt qkv) { return fa8_fmt_is_fnuz(qkv) ? FA8_FMT_E5M2FNUZ : FA8_FMT_E5M2; }
 
 /* Largest finite value; F32 gives FLT_MAX (spelled as bits to avoid <float.h>); bad formats 0. */
 FA8_HD static inline float fa8_fmt_max(fa8_fmt f) {
