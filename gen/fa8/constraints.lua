@@ -116,12 +116,13 @@ function M.resources(cfg)
       r.regs = v // 2 + (split and math.max(bn // 2, v // 2) or bn // 2) + bn // 8 + 24 + (split and bn // 8 or 0)
       r.reg_budget = math.min(240, ((65536 - 128 * 24) // (math.max(nc, 1) * 128)) // 8 * 8)
       -- three consumer warpgroups run their GEMMs one after the other where the tile's registers do not fit side
-      -- by side (the template's SERIAL_GEMMS, the same test): P^ is dead before S takes its registers (d128 x 128
-      -- keys: R157 of 160, no spills, nvcc 13), and split's R^ V^ goes in two head-dim halves of v/4 each
+      -- by side (the template's SERIAL_GEMMS, the same test): P^ (split: and R^, packed into S's registers) is
+      -- dead before S takes its registers (d128 x 128 keys: R157 of 160, no spills, nvcc 13)
       if nc == 3 and r.regs > r.reg_budget then
-        r.regs = v // 2 + (split and math.max(bn // 2, v // 4 + bn // 4) or bn // 2) + 24
-        -- split with vperm there spilled 80-96 bytes (d128 x 128 keys, nvcc 13): it does not fit
-        if split and t.vperm then r.regs = r.reg_budget + 8 end
+        r.regs = v // 2 + bn // 2 + 24
+        -- split with vperm and a wider Q K^t (MLA 192/128) spilled 8-16 bytes there (nvcc 13, 2026-12-02); at
+        -- d <= 128 it fits since split's R^ joins P^'s accumulator (it spilled 80-96 bytes before that)
+        if split and t.vperm and qk > 128 then r.regs = r.reg_budget + 8 end
       end
     else
       -- consumer threads hold O (bm x v) and S (bm x bn) in FP32 registers
