@@ -369,53 +369,80 @@ static double max_abs_vs_ref(const float *x, const double *ref, int64_t n, doubl
  * and the twin difference far below the O(1) a wrong layout, mask or scale produces. Split carries P to
  * ~2^-12, so its O error is set by those logit errors (measured 1.5e-3..5.5e-3, the CPU's 2.5e-4): it must
  * stay below 0.6x the standard forward's error on the same GPU (measured <= 0.45x). */
-static void run_forward_geom(const geom *g, uint64_t seed) {
+/* One forward instance on the GPU against the CPU forward with its tiles and the FP64 reference, as above. instance:
+ * a name from fa8_candidates, or NULL for the dispatcher's choice. std_err: the standard forward's O error against
+ * FP64 that split's is held under. Returns this run's O error against FP64. */
+static double check_forward(const geom *g, h_data *d, h_data *c, const h_ref *ref, fa8_delta_mode mode, const char *instance,
+                            double std_err) {
+  const int split = mode == FA8_DELTA_SPLIT;
+  const char *name = instance;
+  fa8_dispatch_names names;
+  if (!name) {
+    fa8_problem pd = d->cfg.p;
+    pd.delta = mode;
+    cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
+    name = names.fwd;
+    if (strstr(name, "_sm90a_") && g->dqk % 64 == 0)
+      cr_expect(!is_portable(name), "%s: on sm_90a the forward should be the wgmma path, got %s", g->name, name);
+  }
+  const int portable = is_portable(name);
+  char twin[256];
+  cpu_twin_kind(name, NULL, twin, sizeof twin);
+  cr_assert_eq(run_forward(d, mode, instance), FA8_OK, "%s: GPU forward %s: %s", g->name, name, fa8_last_error());
+  cr_assert_eq(run_forward(c, mode, twin), FA8_OK, "%s: CPU twin %s: %s", g->name, twin, fa8_last_error());
+  const double eo = rel(d->o32, c->o32, d->no), el = max_abs_finite(d->lse, c->lse, d->nrow);
+  const double eb = rel_bf16(d->o, c->o, d->no), er = split ? two_term_error(d) : 0.0;
+  const double ro_gpu = h_rel_err_f32(d->o32, ref->o, d->no), ro_cpu = h_rel_err_f32(c->o32, ref->o, c->no);
+  double lmean_gpu, lmean_cpu;
+  const double rl_gpu = max_abs_vs_ref(d->lse, ref->lse, d->nrow, &lmean_gpu), rl_cpu = max_abs_vs_ref(c->lse, ref->lse, c->nrow, &lmean_cpu);
+  fprintf(stderr, "[gpu-vs-cpu] %-30s fwd %-5s %s: twin O %.1e O_bf16 %.1e lse %.1e | vs FP64: O gpu %.2e cpu %.2e, "
+          "lse max gpu %.1e cpu %.1e mean gpu %.1e | bf16+rem vs O32 %.1e\n", g->name, split ? "split" : "std", name,
+          eo, eb, el, ro_gpu, ro_cpu, rl_gpu, rl_cpu, lmean_gpu, er);
+  if (portable) {
+    cr_expect_leq(eo, TOL_OUT, "%s: %s: O differs from the CPU twin by %.2e", g->name, name, eo);
+    cr_expect_leq(eb, TOL_OUT, "%s: %s: BF16 O differs from the CPU twin by %.2e", g->name, name, eb);
+    cr_expect_leq(el, TOL_LSE, "%s: %s: LSE differs by %.2e", g->name, name, el);
+  } else if (!split) {
+    cr_expect_leq(ro_gpu, 1.25 * ro_cpu + 1e-3, "%s: %s: O error vs FP64 %.2e, the CPU twin's %.2e", g->name, name,
+                  ro_gpu, ro_cpu);
+    cr_expect_leq(rl_gpu, 6e-2, "%s: %s: LSE off the FP64 value by %.2e", g->name, name, rl_gpu);
+    cr_expect_leq(lmean_gpu, 1e-2, "%s: %s: LSE off the FP64 value by %.2e on average", g->name, name, lmean_gpu);
+    cr_expect_leq(eo, 5e-2, "%s: %s: O differs from the CPU twin by %.2e", g->name, name, eo);
+  } else {
+    cr_expect_leq(ro_gpu, 0.6 * std_err, "%s: %s: split O error vs FP64 %.2e, the standard forward's %.2e", g->name,
+                  name, ro_gpu, std_err);
+    cr_expect_leq(rl_gpu, 6e-2, "%s: %s: LSE off the FP64 value by %.2e", g->name, name, rl_gpu);
+    cr_expect_leq(eo, 5e-2, "%s: %s: O differs from the CPU twin by %.2e", g->name, name, eo);
+  }
+  /* split saves O as two BF16 terms: together they carry ~16 mantissa bits of the FP32 output */
+  if (split) cr_expect_leq(er, 3e-5, "%s: %s: bf16(O) + O_rem misses the FP32 O by %.2e", g->name, name, er);
+  return ro_gpu;
+}
+
+/* every = 0: the dispatcher's forwards (standard, then split under the standard's error). every = 1: after those,
+ * every other forward instance this build holds for the geometry (fa8_candidates), each held to the same bounds:
+ * the tuned table dispatches larger problems to tiles a small problem's dispatch never reaches (the 192x128
+ * three-warpgroup forwards serve S >= 4K), and a tuning build carries the candidates the tuner may pick. */
+static void run_forward_geom(const geom *g, uint64_t seed, int every) {
   if (!geom_in_build(g)) return;
   h_data d, c;
   problem_pair(g, seed, &d, &c);
   h_ref ref;
   cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
-  double std_err_gpu = 0;
-  for (int split = 0; split < 2; ++split) {
+  const double std_err = check_forward(g, &d, &c, &ref, FA8_DELTA_MATCHED, NULL, 0.0);
+  check_forward(g, &d, &c, &ref, FA8_DELTA_SPLIT, NULL, std_err);
+  for (int split = 0; every && split < 2; ++split) {
     const fa8_delta_mode mode = split ? FA8_DELTA_SPLIT : FA8_DELTA_MATCHED;
     fa8_problem pd = d.cfg.p;
     pd.delta = mode;
     fa8_dispatch_names names;
     cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
-    const int portable = is_portable(names.fwd);
-    if (strstr(names.fwd, "_sm90a_") && g->dqk % 64 == 0)
-      cr_expect(!portable, "%s: on sm_90a the forward should be the wgmma path, got %s", g->name, names.fwd);
-    char twin[256];
-    cpu_twin_kind(names.fwd, NULL, twin, sizeof twin);
-    cr_assert_eq(run_forward(&d, mode, NULL), FA8_OK, "%s: GPU forward %s: %s", g->name, names.fwd, fa8_last_error());
-    cr_assert_eq(run_forward(&c, mode, twin), FA8_OK, "%s: CPU twin %s: %s", g->name, twin, fa8_last_error());
-    const double eo = rel(d.o32, c.o32, d.no), el = max_abs_finite(d.lse, c.lse, d.nrow);
-    const double eb = rel_bf16(d.o, c.o, d.no), er = split ? two_term_error(&d) : 0.0;
-    const double ro_gpu = h_rel_err_f32(d.o32, ref.o, d.no), ro_cpu = h_rel_err_f32(c.o32, ref.o, c.no);
-    double lmean_gpu, lmean_cpu;
-    const double rl_gpu = max_abs_vs_ref(d.lse, ref.lse, d.nrow, &lmean_gpu), rl_cpu = max_abs_vs_ref(c.lse, ref.lse, c.nrow, &lmean_cpu);
-    fprintf(stderr, "[gpu-vs-cpu] %-30s fwd %-5s %s: twin O %.1e O_bf16 %.1e lse %.1e | vs FP64: O gpu %.2e cpu %.2e, "
-            "lse max gpu %.1e cpu %.1e mean gpu %.1e | bf16+rem vs O32 %.1e\n", g->name, split ? "split" : "std", names.fwd,
-            eo, eb, el, ro_gpu, ro_cpu, rl_gpu, rl_cpu, lmean_gpu, er);
-    if (portable) {
-      cr_expect_leq(eo, TOL_OUT, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
-      cr_expect_leq(eb, TOL_OUT, "%s: %s: BF16 O differs from the CPU twin by %.2e", g->name, names.fwd, eb);
-      cr_expect_leq(el, TOL_LSE, "%s: %s: LSE differs by %.2e", g->name, names.fwd, el);
-    } else if (!split) {
-      std_err_gpu = ro_gpu;
-      cr_expect_leq(ro_gpu, 1.25 * ro_cpu + 1e-3, "%s: %s: O error vs FP64 %.2e, the CPU twin's %.2e", g->name, names.fwd,
-                    ro_gpu, ro_cpu);
-      cr_expect_leq(rl_gpu, 6e-2, "%s: %s: LSE off the FP64 value by %.2e", g->name, names.fwd, rl_gpu);
-      cr_expect_leq(lmean_gpu, 1e-2, "%s: %s: LSE off the FP64 value by %.2e on average", g->name, names.fwd, lmean_gpu);
-      cr_expect_leq(eo, 5e-2, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
-    } else {
-      cr_expect_leq(ro_gpu, 0.6 * std_err_gpu, "%s: %s: split O error vs FP64 %.2e, the standard forward's %.2e", g->name,
-                    names.fwd, ro_gpu, std_err_gpu);
-      cr_expect_leq(rl_gpu, 6e-2, "%s: %s: LSE off the FP64 value by %.2e", g->name, names.fwd, rl_gpu);
-      cr_expect_leq(eo, 5e-2, "%s: %s: O differs from the CPU twin by %.2e", g->name, names.fwd, eo);
-    }
-    /* split saves O as two BF16 terms: together they carry ~16 mantissa bits of the FP32 output */
-    if (split) cr_expect_leq(er, 3e-5, "%s: %s: bf16(O) + O_rem misses the FP32 O by %.2e", g->name, names.fwd, er);
+    const char *cand[64];
+    int cnt = 0;
+    cr_assert_eq(fa8_candidates(&pd, 0, cand, 64, &cnt), FA8_OK, "%s: %s", g->name, fa8_last_error());
+    cr_assert_leq(cnt, 64, "%s: %d forward candidates, the test walks 64", g->name, cnt);
+    for (int i = 0; i < cnt; ++i)
+      if (strcmp(cand[i], names.fwd)) check_forward(g, &d, &c, &ref, mode, cand[i], std_err);
   }
   h_ref_free(&ref);
   h_free(&d);
@@ -424,7 +451,13 @@ static void run_forward_geom(const geom *g, uint64_t seed) {
 
 Test(gpu, forward_against_cpu, .timeout = 600) {
   require_gpu();
-  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_forward_geom(&GEOMS[i], 300 + i);
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_forward_geom(&GEOMS[i], 300 + i, 0);
+}
+
+/* Every forward instance of the build, not only the dispatcher's choice at these small sizes (run_forward_geom) */
+Test(gpu, every_forward_instance, .timeout = 1200) {
+  require_gpu();
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_forward_geom(&GEOMS[i], 3000 + i, 1);
 }
 
 /* Every backward bundle this build holds for a geometry, not only the dispatcher's choice: a tuning build carries
