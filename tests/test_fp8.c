@@ -412,6 +412,76 @@ Test(bf16, random_vs_nearest) {
     }
 }
 
+/* ---- FP16 rounding (the split remainder's intermediate) ---------------------------------------- */
+
+/* the value of FP16 code h (sign 1, exponent 5 bias 15, fraction 10) from its fields; inf for exponent 31 */
+static double ref_f16(unsigned h) {
+    const int e = (h >> 10) & 31, f = h & 1023;
+    const double mag = e == 31 ? INFINITY : e == 0 ? ldexp(f, -24) : ldexp(1024 + f, e - 25);
+    return (h & 0x8000) ? -mag : mag;
+}
+/* the nearest non-negative FP16 value to x >= 0, ties to the even code; past 65504 + half a step: inf */
+static double ref_nearest_f16(double x) {
+    unsigned lo = 0, hi = 0x7BFF; /* largest code with ref_f16(code) <= x, by bisection over the finite codes */
+    if (x >= 65520.0) return INFINITY;
+    while (lo < hi) {
+        const unsigned mid = (lo + hi + 1) / 2;
+        if (ref_f16(mid) <= x) lo = mid; else hi = mid - 1;
+    }
+    if (lo == 0x7BFF) return ref_f16(lo);
+    const double a = ref_f16(lo), b = ref_f16(lo + 1);
+    return (x - a < b - x || (x - a == b - x && !(lo & 1))) ? a : b;
+}
+
+Test(f16, every_code_round_trips) {
+    for (unsigned h = 0; h < 0x10000; h++) {
+        if ((h & 0x7C00) == 0x7C00 && (h & 0x3FF)) continue; /* NaN */
+        const double v = ref_f16(h);
+        cr_assert(fa8_round_f16((float)v) == (float)v, "code 0x%04x (%g) moved to %g", h, v, (double)fa8_round_f16((float)v));
+    }
+}
+
+Test(f16, every_midpoint_goes_to_even) {
+    for (unsigned h = 0; h < 0x7BFF; h++) { /* midpoints between adjacent finite non-negative codes */
+        const double a = ref_f16(h), b = ref_f16(h + 1), mid = 0.5 * (a + b);
+        const float want = (float)((h & 1) ? b : a), got = fa8_round_f16((float)mid);
+        cr_assert((double)(float)mid == mid, "midpoint of 0x%04x is not a float", h);
+        cr_assert(got == want, "midpoint of 0x%04x/0x%04x (%.9g): got %.9g want %.9g", h, h + 1, mid, (double)got, (double)want);
+        cr_assert(fa8_round_f16(-(float)mid) == -want, "negative midpoint of 0x%04x", h);
+    }
+    cr_expect(isinf(fa8_round_f16(65520.0f)) && fa8_round_f16(65519.996f) == 65504.0f, "overflow boundary");
+    cr_expect(isnan(fa8_round_f16(NAN)) && isinf(fa8_round_f16(INFINITY)), "specials");
+}
+
+Test(f16, random_vs_nearest) {
+    rng_state = 0x5DEECE66DULL;
+    for (int n = 0; n < (1 << 20); n++) {
+        uint32_t u = (uint32_t)xorshift64() & 0x7FFFFFFFu;
+        if (n & 1) u = 0x30000000u + u % 0x17800000u; /* half of them in and below the FP16 range */
+        if (u >= 0x7F800000u) continue;
+        const float x = bitsf(u);
+        const double want = ref_nearest_f16(x);
+        cr_assert((double)fa8_round_f16(x) == want, "0x%08x (%.9g): got %.9g want %.9g", u, (double)x, (double)fa8_round_f16(x), want);
+    }
+}
+
+/* The split remainder f16(P s) - P^ is exact in FP16, for every P^ code the cast of P s can give (OCP and FNUZ),
+ * so a GPU that subtracts FP16 pairs casts the same value as the CPU (docs/numerics.md "Forward") */
+Test(f16, split_remainder_is_an_exact_fp16_difference) {
+    const fa8_fmt pf[2] = { FA8_FMT_E4M3, FA8_FMT_E4M3FNUZ };
+    const float sc[2] = { 256.0f, 128.0f };
+    rng_state = 0x2545F4914F6CDD1DULL;
+    for (int k = 0; k < 2; k++)
+        for (int n = 0; n < (1 << 20); n++) {
+            const float p = ldexpf((float)((xorshift64() >> 40) + 1) * 0x1p-24f, -(int)(xorshift64() % 24)); /* (0, 1] */
+            const float ps = p * sc[k], ph = fa8_decode(pf[k], fa8_encode(pf[k], ps));
+            const float r = fa8_split_rem_scaled(ps, ph);
+            cr_assert((double)r == (double)fa8_round_f16(ps) - (double)ph, "p %.9g: FP32 difference rounded", (double)p);
+            cr_assert(fa8_round_f16(r) == r, "p %.9g (%s): remainder %.9g is not an FP16 value", (double)p, fa8_fmt_name(pf[k]), (double)r);
+            cr_assert(fabs((double)r - ((double)ps - ph)) <= fmax(ldexp(fabs(ps), -11), 0x1p-25), "p %.9g: remainder off P s - P^ by more than FP16's rounding", (double)p);
+        }
+}
+
 /* ---- format metadata -------------------------------------------------------------------------- */
 
 Test(fmt, names_round_trip) {

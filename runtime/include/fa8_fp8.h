@@ -55,8 +55,8 @@ FA8_HD static inline int fa8_fmt_is_fp8(fa8_fmt f) {
 
 /* P's FP8 format and fixed scale per format family (docs/numerics.md "P per FP8 family"): the matrix unit
  * takes P and V in one family, so OCP operands cast P as e4m3(P * 2^8) and FNUZ operands (AMD CDNA3) as
- * e4m3fnuz(P * 2^7) (max 240); both cover P >= 2^-14 with normal numbers. The split remainder P - P^ is cast to
- * the family's e5m2 under P's scale (the generator's REM_FMT; no C code casts it). gen/fa8/schema.lua holds the
+ * e4m3fnuz(P * 2^7) (max 240); both cover P >= 2^-14 with normal numbers. The split remainder f16(P s) - P^
+ * (fa8_split_rem_scaled) is cast to the family's e5m2 under P's scale s (the generator's REM_FMT). gen/fa8/schema.lua holds the
  * same numbers (checked by fa8_desc.h). */
 #define FA8_P_SCALE_LOG2_OCP 8
 #define FA8_P_SCALE_LOG2_FNUZ 7
@@ -250,5 +250,32 @@ FA8_HD static inline uint16_t fa8_bf16_from_f32(float x) {
 FA8_HD static inline float fa8_f32_from_bf16(uint16_t b) { return fa8__float((uint32_t)b << 16); }
 
 FA8_HD static inline float fa8_round_bf16(float x) { return fa8_f32_from_bf16(fa8_bf16_from_f32(x)); }
+
+/* ---- FP16 rounding -------------------------------------------------------------------------- */
+
+/* x rounded to the nearest FP16 value, ties to even, as a float: what cvt.rn.f16.f32 gives (FP16 subnormals
+ * kept, quantum 2^-24; past the largest FP16 value, 65504, it rounds to inf; NaN stays NaN). The split
+ * remainder's intermediate (fa8_split_rem_scaled, docs/numerics.md "Forward"). */
+FA8_HD static inline float fa8_round_f16(float x) {
+    const uint32_t u = fa8__bits(x), sign = u & 0x80000000u, a = u & 0x7FFFFFFFu;
+    const int fexp = (int)(a >> 23);
+    if (a >= 0x7F800000u) return x;
+    if (fexp >= 127 - 14) { /* FP16 normal range: 10 mantissa bits; a carry moves into the exponent */
+        uint32_t r = fa8__shr_rne(a, 13) << 13;
+        if (r > 0x477FE000u) r = 0x7F800000u;
+        return fa8__float(sign | r);
+    }
+    /* FP16 subnormals: multiples of 2^-24 (the count fits a float's significand exactly) */
+    const uint32_t sig = (a & 0x7FFFFFu) | (fexp ? 0x800000u : 0u);
+    const int s = -24 - ((fexp ? fexp : 1) - 127 - 23); /* >= 14 here */
+    const uint32_t q = fa8__shr_rne(sig, s > 31 ? 31 : s);
+    return fa8__float(sign | fa8__bits((float)q * 0x1p-24f));
+}
+
+/* The split forward's remainder under P's scale s (docs/numerics.md "Forward"): R = f16(P s) - P^, where P^ is
+ * the decoded FP8 code of P s. The difference of two FP16 values this close is exact (in FP16 too), so every
+ * backend casts the same value to the remainder's FP8 format; going through FP16 lets a GPU form it two values
+ * per instruction from the packed P^ codes. */
+FA8_HD static inline float fa8_split_rem_scaled(float ps, float p_hat) { return fa8_round_f16(ps) - p_hat; }
 
 #endif /* FA8_FP8_H */

@@ -62,8 +62,9 @@ FA8_DEV float fa8_prob_lse(float t, float lse2, bool vis) {
 }
 /* saved LSE (natural log) of a row with running max m (log2 domain) and sum lsum; no visible key: -inf */
 FA8_DEV float fa8_lse_out(float m, float lsum) { return lsum > 0.0f ? (m + log2f(lsum)) * FA8_LN2 : -INFINITY; }
-/* split forward: the remainder P - P^/2^s, to be cast under REM_SCALE (docs/numerics.md "Split") */
-FA8_DEV float fa8_split_rem(float p, float p_hat_decoded, float p_scale) { return p - p_hat_decoded * (1.0f / p_scale); }
+/* split forward: the remainder under P's scale, f16(P s) - P^ (fa8_split_rem_scaled, docs/numerics.md "Forward"),
+ * to be cast to REM_FMT; P^ decoded, both under the scale s */
+FA8_DEV float fa8_split_rem(float ps, float p_hat_decoded) { return fa8_split_rem_scaled(ps, p_hat_decoded); }
 
 /* ---- backward ---- */
 /* P and the descaled dP^ of one element as the backward recomputes them (the matched delta prep too): raw

@@ -68,7 +68,8 @@ void $(name)(const void *args, int64_t item) {
         const float ph = fa8_cpu_cast(P_FMT, p * $(P_SCALE));
         w->p[i][j] = ph;
 #if SPLIT
-        w->r[i][j] = fa8_cpu_cast($(REM_FMT), (p - ph * (1.0f / $(P_SCALE))) * $(REM_SCALE));
+        /* R^ = REM(f16(P s) - P^) under P's scale s (docs/numerics.md "Forward"); 0 with quantization off */
+        w->r[i][j] = P_FMT == FA8_FMT_F32 ? 0.0f : fa8_cpu_cast($(REM_FMT), fa8_split_rem_scaled(p * $(P_SCALE), ph));
 #endif
       }
       w->l[i] = w->l[i] * alpha + rowsum;

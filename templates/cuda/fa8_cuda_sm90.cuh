@@ -224,6 +224,17 @@ __device__ __forceinline__ uint32_t fa8_pack_e5m2x2(float lo, float hi) {
   asm("cvt.rn.satfinite.e5m2x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
   return r;
 }
+/* split's remainder codes of two values under P's scale (fa8_split_rem_scaled): e5m2(f16(ps) - P^) for the pair
+ * (lo, hi), P^ as the f16 pair the e4m3 codes decode to (fa8_e4m3x4_to_f16x2). The FP16 difference is exact, so
+ * these are fa8_fp8.h's codes; three instructions a pair */
+__device__ __forceinline__ uint32_t fa8_split_rem_e5m2x2(float lo, float hi, uint32_t p_hat_f16x2) {
+  uint32_t p16, r16;
+  uint16_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(p16) : "f"(hi), "f"(lo));
+  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r16) : "r"(p16), "r"(p_hat_f16x2));
+  asm("cvt.rn.satfinite.e5m2x2.f16x2 %0, %1;" : "=h"(r) : "r"(r16));
+  return r;
+}
 /* Keys of a B operand (V^t rows, K-major) in the order a thread's own accumulator codes take as an A fragment:
  * position 4t+i of each 16-key group holds key 2t+i (i < 2) or 8+2t+i-2, so the codes of chunks 0,1 of a
  * thread (x01 below) are its a0 as they stand. The permutation stays inside 16-byte units, so it commutes with
