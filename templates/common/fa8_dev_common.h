@@ -1,6 +1,6 @@
 /* Backend-neutral device numerics of the GPU kernels (docs/numerics.md): the pieces every GPU backend computes
  * the same way, whatever its matrix unit and fragment layouts — scale lookup, masking and the causal key
- * range, the log2-domain logits, the online-softmax update, P from the saved LSE, dS, the split remainder,
+ * range, the log2-domain logits, the online-softmax update, P from the saved LSE, dS,
  * the dS tile exponent and the delta row terms. templates/cuda/fa8_cuda_tile.cuh and
  * templates/hip/fa8_hip_tile.h include it after defining FA8_DEV (their device-function qualifier) and the
  * float functions exp2f, log2f, fmaxf, fabsf, ldexpf (CUDA's own; HIP's wrap clang builtins, since HIP
@@ -62,9 +62,6 @@ FA8_DEV float fa8_prob_lse(float t, float lse2, bool vis) {
 }
 /* saved LSE (natural log) of a row with running max m (log2 domain) and sum lsum; no visible key: -inf */
 FA8_DEV float fa8_lse_out(float m, float lsum) { return lsum > 0.0f ? (m + log2f(lsum)) * FA8_LN2 : -INFINITY; }
-/* split forward: the remainder under P's scale, f16(P s) - P^ (fa8_split_rem_scaled, docs/numerics.md "Forward"),
- * to be cast to REM_FMT; P^ decoded, both under the scale s */
-FA8_DEV float fa8_split_rem(float ps, float p_hat_decoded) { return fa8_split_rem_scaled(ps, p_hat_decoded); }
 
 /* ---- backward ---- */
 /* P and the descaled dP^ of one element as the backward recomputes them (the matched delta prep too): raw

@@ -132,7 +132,7 @@ __global__ void __launch_bounds__(WARPS * 32) fwd_kernel(const fa8_fwd_args a) {
         l[r] += p;
         const uint8_t pc = fa8_cvt<FA8_FMT_E4M3>(p * P_SCALE);
         s.p[(warp * 16 + g + 8 * r) * LP + nt * 8 + 2 * t + (e & 1)] = pc;
-        if (SPLIT) rcode[nt][e] = fa8_cvt<REM_FMT>(fa8_split_rem(p * P_SCALE, fa8_dec<FA8_FMT_E4M3>(pc)));
+        if (SPLIT) rcode[nt][e] = fa8_cvt<REM_FMT>(fa8_split_rem_scaled(p * P_SCALE, fa8_dec<FA8_FMT_E4M3>(pc)));
       }
     if (SPLIT) {
       /* remainder first (R^ has P^'s scale, docs/numerics.md "Forward"): acc = acc rescale + R^V^ + P^V^ */

@@ -107,7 +107,7 @@ FA8_KERNEL(THREADS) $(name)_kernel(const fa8_fwd_args a) {
         const uint8_t pc = fa8_cvt<P_FMT>(p * P_SCALE);
         s.p[(r0 + fa8_c_row(r)) * LP + nt * 32 + col] = pc;
         if (SPLIT) {
-          const uint32_t rc = fa8_cvt<REM_FMT>(fa8_split_rem(p * P_SCALE, fa8_dec<P_FMT>(pc)));
+          const uint32_t rc = fa8_cvt<REM_FMT>(fa8_split_rem_scaled(p * P_SCALE, fa8_dec<P_FMT>(pc)));
           rcode[nt][r >> 2] = (r & 3) ? rcode[nt][r >> 2] | rc << (8 * (r & 3)) : rc;
         }
       }
