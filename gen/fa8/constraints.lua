@@ -111,9 +111,9 @@ function M.resources(cfg)
       -- The budget is what setmaxnreg can give each consumer warpgroup after the producer keeps 24: 240 for up
       -- to two, 160 for three.
       local nc = t.warps // 4 - 1
-      -- split (v <= 128) also holds R^ and, for R^ V^, a fresh accumulator (v/2) in place of S once S is consumed
+      -- split (v <= 128) also holds R^ (R^ V^ joins P^ V^'s accumulator since 6178efa: no fresh one in S's place)
       local split = f.variant == "split" and v <= 128
-      r.regs = v // 2 + (split and math.max(bn // 2, v // 2) or bn // 2) + bn // 8 + 24 + (split and bn // 8 or 0)
+      r.regs = v // 2 + bn // 2 + bn // 8 + 24 + (split and bn // 8 or 0)
       r.reg_budget = math.min(240, ((65536 - 128 * 24) // (math.max(nc, 1) * 128)) // 8 * 8)
       -- three consumer warpgroups run their GEMMs one after the other where the tile's registers do not fit side
       -- by side (the template's SERIAL_GEMMS, the same test): P^ (split: and R^, packed into S's registers) is
