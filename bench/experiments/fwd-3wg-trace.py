@@ -2,8 +2,10 @@
 """Reads the SM-clock trace of fwd-3wg-trace.patch (FA8_TRACE=FILE) and prints, per consumer warpgroup, the mean
 cycles of each phase of a key-tile step, then how the warpgroups' phases overlap in time.
 
-Phases of step it (points 0..4 of the patch): PV = P^V^ issue and wait (0->1), full = the stage's K/V wait
-(1->2), QK = S's issue and wait (2->3), softmax (3->4, O's rescale included), loop = 4 -> the next step's 0.
+Phases of step it (points 0..5 of the patch): vready = the V^t permute's barrier (0->1), PV = P^V^ issue and
+wait (1->2), full = the stage's K/V wait (2->3), QK = S's issue and wait (3->4), softmax (4->5, O's rescale
+included), loop = 5 -> the next step's 0. A five-point trace (the patch before 2026-12-02's second call) has no
+vready point: its PV phase includes that wait.
 Overlap: at every cycle of the traced window, how many warpgroups are in a GEMM phase (PV or QK) and how many in
 their softmax; 'lockstep' shows as time with all three in a GEMM phase and none in softmax."""
 import sys
@@ -18,27 +20,29 @@ def main(path):
         w, it, *t = line.split()
         rows[int(w)][int(it)] = [int(x) for x in t]
     wgs = sorted(rows)
-    names = ['PV', 'full', 'QK', 'softmax', 'loop']
+    npts = len(next(iter(rows[wgs[0]].values())))
+    names = (['vready'] if npts == 6 else []) + ['PV', 'full', 'QK', 'softmax', 'loop']
+    g0 = npts - 5   # index of the PV phase's first point
     print('| wg | steps | ' + ' | '.join(names) + ' | step |')
     print('|---|---|' + '---|' * (len(names) + 1))
     for w in wgs:
         its = sorted(i for i in rows[w] if i + 1 in rows[w])
-        sums = [0.0] * 5
+        sums = [0.0] * npts
         for i in its:
             t, n = rows[w][i], rows[w][i + 1]
-            for k in range(4):
+            for k in range(npts - 1):
                 sums[k] += t[k + 1] - t[k]
-            sums[4] += n[0] - t[4]
+            sums[npts - 1] += n[0] - t[npts - 1]
         n_ = len(its)
         step = sum(sums) / n_
         print(f'| {w} | {n_} | ' + ' | '.join(f'{x / n_:.0f}' for x in sums) + f' | {step:.0f} |')
     # overlap over the window every warpgroup covers
     lo = max(min(r[0] for r in rows[w].values()) for w in wgs)
-    hi = min(max(r[4] for r in rows[w].values()) for w in wgs)
+    hi = min(max(r[-1] for r in rows[w].values()) for w in wgs)
     events = []
     for w in wgs:
         for r in rows[w].values():
-            for a, b, kind in ((r[0], r[1], 'g'), (r[2], r[3], 'g'), (r[3], r[4], 's')):
+            for a, b, kind in ((r[g0], r[g0 + 1], 'g'), (r[g0 + 2], r[g0 + 3], 'g'), (r[g0 + 3], r[g0 + 4], 's')):
                 a, b = max(a, lo), min(b, hi)
                 if a < b:
                     events += [(a, kind, 1), (b, kind, -1)]
