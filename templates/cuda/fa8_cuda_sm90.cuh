@@ -36,6 +36,10 @@ __device__ __forceinline__ void fa8_mbar_expect_tx(uint64_t *b, unsigned bytes) 
 __device__ __forceinline__ void fa8_mbar_arrive(uint64_t *b) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(fa8_smem_addr(b)) : "memory");
 }
+/* the same arrive on a barrier whose shared address the caller derived once (outside a loop) */
+__device__ __forceinline__ void fa8_mbar_arrive_at(uint32_t b) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(b) : "memory");
+}
 /* Wait until the barrier's phase with this parity has completed. */
 __device__ __forceinline__ void fa8_mbar_wait(uint64_t *b, unsigned parity) {
   asm volatile("{\n.reg .pred done;\nWAIT:\n"

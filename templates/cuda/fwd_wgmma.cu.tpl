@@ -131,6 +131,12 @@ __device__ __forceinline__ void to_split_frags(const float (&p)[BN / 2], uint32_
   }
 }
 
+/* The descriptor of ring stage st of an operand: stage 0's plus st strides (fa8_wgmma_desc_at's no-carry argument),
+ * so the loop adds one multiple instead of re-deriving it from the stage's address (mask, shift, or) every tile */
+__device__ __forceinline__ uint32_t stage_desc_lo(const void *stage0, uint32_t stride, int st) {
+  return fa8_wgmma_desc_lo(stage0) + (uint32_t)st * (stride >> 4);
+}
+
 /* One consumer warpgroup's state and steps: 64 query rows, O accumulator, online-softmax statistics. */
 struct Consumer {
   const fa8_fwd_args &a;
@@ -163,7 +169,7 @@ struct Consumer {
   /* S = Q K^t for the key tile in stage st (asynchronous: committed, not waited) */
   __device__ __forceinline__ void qk_issue(int st) {
     fa8_wgmma_fence();
-    const uint32_t qlo = fa8_wgmma_desc_lo(&s.q[0][cw * 64 * FA8_CHUNK]), klo = fa8_wgmma_desc_lo(&s.k[st][0][0]);
+    const uint32_t qlo = fa8_wgmma_desc_lo(&s.q[0][cw * 64 * FA8_CHUNK]), klo = stage_desc_lo(&s.k[0][0][0], sizeof(s.k[0]), st);
 #pragma unroll
     for (int k = 0; k < DQK / 32; ++k)
       wgmma_qk(sacc, fa8_wgmma_desc_at(qlo, (k / 2) * sizeof(s.q[0]) + (k % 2) * 32),
@@ -176,7 +182,7 @@ struct Consumer {
   template <bool PV = true, bool RV = SPLIT>
   __device__ __forceinline__ void pv_issue(float (&d)[DV / 2], int st, bool fresh) {
     fa8_wgmma_fence();
-    const uint32_t vlo = fa8_wgmma_desc_lo(&s.vt[st][0][0]);
+    const uint32_t vlo = stage_desc_lo(&s.vt[0][0][0], sizeof(s.vt[0]), st);
     if constexpr (PV) {
 #pragma unroll
       for (int k = 0; k < BN / 32; ++k)
@@ -192,13 +198,12 @@ struct Consumer {
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
    * factor the accumulator must take before this tile's product joins it; l and m updated */
   __device__ __forceinline__ void softmax(int n0, int st, float (&rescale)[2]) {
-    /* lane 0 reads the stage's scales and broadcasts them: only the lane that releases the stage (its arrive on
-     * `empty`) reads this producer-written data, so the release orders every read of it (compute-sanitizer's
-     * racecheck flags reads by the other lanes, whose order a __syncwarp does not give it) */
-    float4 kv = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (lane == 0) kv = *reinterpret_cast<const float4 *>(&s.kvs[st][0]);
-    const float ks = __shfl_sync(0xffffffffu, kv.x, 0), vs = __shfl_sync(0xffffffffu, kv.y, 0);
-    const float vratio = __shfl_sync(0xffffffffu, kv.z, 0);   /* f_prev / vs, divided by the producer */
+    /* every lane reads the stage's scales (one broadcast LDS, no shuffles) and every lane releases the stage
+     * (its arrive on `empty`, count 128 per consumer warpgroup), so each read is ordered before its own lane's
+     * release (compute-sanitizer's racecheck flags reads that only another lane's arrive orders) */
+    const float4 kv = *reinterpret_cast<const float4 *>(&s.kvs[st][0]);
+    const float ks = kv.x, vs = kv.y;
+    const float vratio = kv.z;   /* f_prev / vs, divided by the producer */
     const float mul[2] = { (qs[0] * ks) * cl2e, (qs[1] * ks) * cl2e };
     /* the max runs on the raw accumulator (mul > 0, and rounding is monotonic, so max(S) mul == max(S mul)
      * exactly); P takes one FFMA per logit below instead of a multiply and a subtract */
@@ -211,9 +216,10 @@ struct Consumer {
 #pragma unroll
       for (int r = 0; r < 2; ++r)
 #pragma unroll
-        for (int u = 0; u < 4; ++u) mp[r][u] = -INFINITY;
+        for (int u = 0; u < 4; ++u) mp[r][u] = sacc[2 * r + 4 * u];
 #pragma unroll
-      for (int i = 0; i < BN / 2; ++i) mp[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mp[(i >> 1) & 1][(i >> 2) & 3], sacc[i]);
+      for (int i = 0; i < BN / 2; ++i)
+        if (i >= 16 || (i & 1)) mp[(i >> 1) & 1][(i >> 2) & 3] = fmaxf(mp[(i >> 1) & 1][(i >> 2) & 3], sacc[i]);
 #pragma unroll
       for (int r = 0; r < 2; ++r) mx[r] = fmaxf(fmaxf(mp[r][0], mp[r][1]), fmaxf(mp[r][2], mp[r][3]));
     } else {
@@ -243,12 +249,13 @@ struct Consumer {
     if (inside) {
       /* every logit of the tile is finite, so is the running max: no tests, one FFMA and one MUFU per logit;
        * the row sum in two partial sums (shorter dependent FADD chain) */
-      float lp[2][2] = { { 0.0f, 0.0f }, { 0.0f, 0.0f } };
+      float lp[2][2];
 #pragma unroll
       for (int i = 0; i < BN / 2; ++i) {
         const int r = (i >> 1) & 1;
         const float p = fa8_exp2_ftz(fmaf(sacc[i], mul[r], bias[r]));
-        lp[r][(i >> 2) & 1] += p;
+        if (i < 8 && !(i & 1)) lp[r][(i >> 2) & 1] = p;
+        else lp[r][(i >> 2) & 1] += p;
         sacc[i] = p;
       }
 #pragma unroll
@@ -376,8 +383,11 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
   Consumer c(a, s, wg - 1, tl.m0, h, b, tl.kh, a.Sk - a.Sq);
   fa8_mbar_wait(&s.q_full, j & 1);
   /* persistent: this warp is done with Q once its last S = Q K^t has completed (its wait_group 0) */
+  /* q_empty's address as an offset from the ring barriers' (which the loop holds in a uniform register): derived
+   * from its own pointer inside the loop's predicated arrive, it cost 5 instructions a tile */
+  const uint32_t q_empty_at = fa8_smem_addr(&s.q_empty);
   auto q_release = [&]() {
-    if (PERSIST && c.lane == 0) fa8_mbar_arrive(&s.q_empty);
+    if (PERSIST && c.lane == 0) fa8_mbar_arrive_at(q_empty_at);
   };
   if (ntiles == 0) q_release();
   if (ntiles > 0) {
@@ -413,7 +423,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.acc);
         fa8_fence_regs(c.sacc);
-        if (c.lane == 0) fa8_mbar_arrive(&s.empty[st]);
+        fa8_mbar_arrive(&s.empty[st]);
         if (it + 1 == ntiles - 1) q_release();
         c.softmax((it + 1) * BN, st1, rescale);
       }
@@ -422,7 +432,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       c.pv_issue<true, false>(c.acc, sl, false);
       fa8_wgmma_wait<0>();
       fa8_fence_regs(c.acc);
-      if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
+      fa8_mbar_arrive(&s.empty[sl]);
     } else {
       /* Ping-pong (two consumer warpgroups): a warpgroup issues its GEMM phase -- S(j) = Q K(j)^t together
        * with O += P^(j-1) V(j-1) -- only in its turn (named barriers 1 and 2), then hands the tensor cores
@@ -462,9 +472,9 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
           fa8_fence_regs(c.acc);
         }
       };
-      /* V^t of key tile g (stage g % STAGES) in the A order (permute_vt) */
-      auto v_ready = [&](int g) {
-        if constexpr (VPERM) fa8_mbar_wait(&s.vready[g % STAGES], (g / STAGES) & 1);
+      /* V^t of the key tile in stage st (phase parity ph) in the A order (permute_vt) */
+      auto v_ready = [&](int st, int ph) {
+        if constexpr (VPERM) fa8_mbar_wait(&s.vready[st], ph);
       };
       /* after softmax(j): O takes the rescale (unless a fresh accumulator joins it with the rescale) */
       auto after_softmax = [&](const float (&rs)[2], bool first) {
@@ -487,45 +497,56 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       float rescale[2];
       c.softmax(0, s0, rescale);
       after_softmax(rescale, true);   /* O is still 0: no rescale */
+      /* key tile g - 1's ring stage and phase parity, stepped once a tile (g % STAGES and (g / STAGES) & 1
+       * were two divisions by STAGES a tile on the uniform path) */
+      int sp = s0, php = (g0 / STAGES) & 1;
       for (int it = 1; it < ntiles; ++it) {
-        const int g = g0 + it, st = g % STAGES, sp = (g - 1) % STAGES;
+        int st = sp + 1, pht = php;   /* key tile g's */
+        if (st == STAGES) {
+          st = 0;
+          pht ^= 1;
+        }
         if constexpr (SERIAL_GEMMS) {
-          v_ready(g - 1);
+          v_ready(sp, php);
           pv_issue_all(sp);
           fa8_wgmma_wait<0>();
           pv_join(rescale);
-          if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
-          fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
+          fa8_mbar_arrive(&s.empty[sp]);
+          fa8_mbar_wait(&s.full[st], pht);
           c.qk_issue(st);
           fa8_wgmma_wait<0>();
           fa8_fence_regs(c.sacc);
           if (it == ntiles - 1) q_release();
           c.softmax(it * BN, st, rescale);
           after_softmax(rescale, false);
+          sp = st;
+          php = pht;
           continue;
         }
-        fa8_mbar_wait(&s.full[st], (g / STAGES) & 1);
+        fa8_mbar_wait(&s.full[st], pht);
         turn_wait();
         c.qk_issue(st);
-        v_ready(g - 1);   /* after the QK issue: a late permuter delays only the PV */
+        v_ready(sp, php);   /* after the QK issue: a late permuter delays only the PV */
         pv_issue_all(sp);
         turn_pass();
         fa8_wgmma_wait<0>();
         fa8_fence_regs(c.sacc);
         pv_join(rescale);
-        if (c.lane == 0) fa8_mbar_arrive(&s.empty[sp]);
+        fa8_mbar_arrive(&s.empty[sp]);
         if (it == ntiles - 1) q_release();
         c.softmax(it * BN, st, rescale);
         after_softmax(rescale, false);
+        sp = st;
+        php = pht;
       }
-      const int sl = (g0 + ntiles - 1) % STAGES;
-      v_ready(g0 + ntiles - 1);
+      const int sl = sp;   /* the last key tile's stage */
+      v_ready(sp, php);
       turn_wait();
       pv_issue_all(sl);
       turn_pass();
       fa8_wgmma_wait<0>();
       pv_join(rescale);
-      if (c.lane == 0) fa8_mbar_arrive(&s.empty[sl]);
+      fa8_mbar_arrive(&s.empty[sl]);
       if (!PERSIST && PINGPONG && cw == 0) fa8_named_sync(1, 256);   /* consume warpgroup 1's last hand-over */
     }
   }
@@ -575,9 +596,10 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
  *  - ring full[st] / empty[st] (STAGES stages): the CTA's key tiles are numbered g = 0, 1, 2, ... across its query
  *    tiles (running count, never restarted), key tile g in stage g % STAGES. P waits empty[st] for the release of
  *    g - STAGES (parity ((g / STAGES) - 1) & 1, when g >= STAGES) and arms full[st] (count 1, KV_BYTES); every
- *    consumer warp waits full[st] with parity (g / STAGES) & 1 and releases g with one arrive on empty[st] (count
- *    8) after its wait_group 0 that retired the last wgmma reading stage st. Parity cannot alias: P cannot refill
- *    a stage before all 8 warps released it, so no waiter is ever more than one phase behind.
+ *    consumer warp waits full[st] with parity (g / STAGES) & 1 and releases g with an arrive of each of its threads
+ *    on empty[st] (count 128 x consumer warpgroups: every thread read the stage's scales) after its wait_group 0
+ *    that retired the last wgmma reading stage st. Parity cannot alias: P cannot refill a stage before every
+ *    consumer thread released it, so no waiter is ever more than one phase behind.
  *  - Q buffer q_full / q_empty: the CTA's query tiles are numbered j = 0, 1, ... . P loads Q(j) on q_full (count 1,
  *    BM * DQK bytes); every consumer warp waits q_full with parity j & 1 and arrives once on q_empty (count 8)
  *    after the wait_group 0 that retired its last S = Q K^t of tile j (at once when the tile has no key tile).
@@ -608,7 +630,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
     if (PERSIST) fa8_mbar_init(&s.q_empty, CONSUMERS * 4);
     for (int i = 0; i < STAGES; ++i) {
       fa8_mbar_init(&s.full[i], 1);
-      fa8_mbar_init(&s.empty[i], CONSUMERS * 4);
+      fa8_mbar_init(&s.empty[i], CONSUMERS * 128);   /* every consumer thread releases (softmax) */
       if constexpr (VPERM) {
         fa8_mbar_init(&s.vready[i], PERMUTERS);
         s.last[i] = 0;
