@@ -28,7 +28,7 @@ check() {   # check NAME WANT_RC PATTERN -- COMMAND...
     echo "ok   $name"
   fi
 }
-for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks; do
+for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks final-run; do
   [ -f "$ROOT/tools/device/$s" ] && check "bash -n $s" 0 "" -- bash -n "$ROOT/tools/device/$s"
 done
 
@@ -64,6 +64,10 @@ mkdir -p "$T/empty"
 check "check-sass: no objects" 2 "no sm90a attention objects" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/empty"
 mkdir -p "$T/nobin"   # a PATH without cuobjdump (Debian's CUDA packages put one in /usr/bin)
 check "check-sass: no cuobjdump" 2 "cuobjdump not found" -- env PATH="$T/nobin" "$(command -v bash)" "$ROOT/tools/device/check-sass" "$T/b"
+
+# final-run refuses to start (before any build) without the call's OUT or the commit it records
+check "final-run: no FA8_COMMIT" 1 "set FA8_COMMIT to the commit under test" -- env -u FA8_COMMIT OUT="$T/out" bash "$ROOT/tools/device/final-run"
+check "final-run: no OUT" 1 "OUT, the output folder of the device call, is not set" -- env -u OUT FA8_COMMIT=c bash "$ROOT/tools/device/final-run"
 
 # ab-patch's argument checks (before any build): a missing patch, a bad round count, a patch that does not apply
 mkdir -p "$T/abrepo" && git -C "$T/abrepo" init -q && printf 'x\n' > "$T/abrepo/f"
