@@ -33,13 +33,11 @@ __device__ __forceinline__ void fa8_mbar_fence_init() { asm volatile("fence.mbar
 __device__ __forceinline__ void fa8_mbar_expect_tx(uint64_t *b, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(fa8_smem_addr(b)), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void fa8_mbar_arrive(uint64_t *b) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(fa8_smem_addr(b)) : "memory");
-}
-/* the same arrive on a barrier whose shared address the caller derived once (outside a loop) */
+/* an arrive on the barrier at shared address b (a caller can derive it once, outside a loop) */
 __device__ __forceinline__ void fa8_mbar_arrive_at(uint32_t b) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(b) : "memory");
 }
+__device__ __forceinline__ void fa8_mbar_arrive(uint64_t *b) { fa8_mbar_arrive_at(fa8_smem_addr(b)); }
 /* Wait until the barrier's phase with this parity has completed. */
 __device__ __forceinline__ void fa8_mbar_wait(uint64_t *b, unsigned parity) {
   asm volatile("{\n.reg .pred done;\nWAIT:\n"

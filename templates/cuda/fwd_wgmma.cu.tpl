@@ -382,9 +382,9 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
   const int h = tl.h, b = tl.b, ntiles = tl.ntiles;
   Consumer c(a, s, wg - 1, tl.m0, h, b, tl.kh, a.Sk - a.Sq);
   fa8_mbar_wait(&s.q_full, j & 1);
-  /* persistent: this warp is done with Q once its last S = Q K^t has completed (its wait_group 0) */
-  /* q_empty's address as an offset from the ring barriers' (which the loop holds in a uniform register): derived
-   * from its own pointer inside the loop's predicated arrive, it cost 5 instructions a tile */
+  /* persistent: this warp is done with Q once its last S = Q K^t has completed (its wait_group 0). q_empty's
+   * address is derived here, once per query tile: derived inside the loop's predicated arrive, it cost 5
+   * instructions a key tile */
   const uint32_t q_empty_at = fa8_smem_addr(&s.q_empty);
   auto q_release = [&]() {
     if (PERSIST && c.lane == 0) fa8_mbar_arrive_at(q_empty_at);
@@ -540,7 +540,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
         php = pht;
       }
       const int sl = sp;   /* the last key tile's stage */
-      v_ready(sp, php);
+      v_ready(sl, php);
       turn_wait();
       pv_issue_all(sl);
       turn_pass();
