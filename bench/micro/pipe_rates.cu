@@ -40,9 +40,29 @@ __device__ __forceinline__ float h2f_step(float x) {   /* f16 -> f32 (HADD2.F32)
   return y + 1.0f;
 }
 
-enum Kind { FFMA, MUFU, PACK, MUFU_PACK, UNPACK, H2F, MUFU_UNPACK };
+/* the half-precision exponentials: is MUFU.EX2.F16 (one half, SASS) faster than the FP32 one? ex2.approx.f16x2
+ * compiles to two MUFU.EX2.F16 and a PRMT on sm_90 (nvcc 13), so only a faster F16 rate could make a packed
+ * softmax pay; the chain keeps its value in the low half, fed back through the same register */
+__device__ __forceinline__ float ex2h_step(float x) {
+  uint32_t r;
+  asm volatile("{\n.reg .b16 lo, hi;\nmov.b32 {lo, hi}, %1;\nex2.approx.f16 lo, lo;\nmov.b32 %0, {lo, hi};\n}" : "=r"(r) : "r"(__float_as_uint(x)));
+  return __uint_as_float(r);
+}
+__device__ __forceinline__ float ex2h2_step(float x) {   /* ex2.approx.f16x2: two values a PTX instruction */
+  uint32_t r;
+  asm volatile("ex2.approx.f16x2 %0, %1;" : "=r"(r) : "r"(__float_as_uint(x)));
+  return __uint_as_float(r);
+}
+__device__ __forceinline__ float fmnmx_step(float x, float y) {   /* FMNMX: volatile, so the idempotent max stays */
+  float r;
+  asm volatile("max.f32 %0, %1, %2;" : "=f"(r) : "f"(x), "f"(y));
+  return r;
+}
+
+enum Kind { FFMA, MUFU, PACK, MUFU_PACK, UNPACK, H2F, MUFU_UNPACK, MUFU_F16, MUFU_F16X2, MUFU_MUFU_F16, FMNMX, MUFU_FMNMX };
 static const char *kNames[] = { "ffma", "mufu.ex2", "f2fp pack e4m3x2", "mufu + pack (1:1)", "f2fp unpack e4m3x2->f16x2",
-                                "f16->f32 (hadd2.f32)", "mufu + unpack (1:1)" };
+                                "f16->f32 (hadd2.f32)", "mufu + unpack (1:1)", "mufu.ex2.f16 (one half)",
+                                "ex2.approx.f16x2 (PTX ops)", "mufu f32 + f16 (1:1)", "fmnmx", "mufu + fmnmx (1:1)" };
 
 template <Kind K>
 __global__ void __launch_bounds__(THREADS) rate_kernel(float *out, long long *cycles) {
@@ -62,6 +82,11 @@ __global__ void __launch_bounds__(THREADS) rate_kernel(float *out, long long *cy
       if constexpr (K == UNPACK) v[c] = unpack_step(v[c]);
       if constexpr (K == H2F) v[c] = h2f_step(v[c]);
       if constexpr (K == MUFU_UNPACK) { v[c] = ex2(v[c]); w[c] = unpack_step(w[c]); }
+      if constexpr (K == MUFU_F16) v[c] = ex2h_step(v[c]);
+      if constexpr (K == MUFU_F16X2) v[c] = ex2h2_step(v[c]);
+      if constexpr (K == MUFU_MUFU_F16) { v[c] = ex2(v[c]); w[c] = ex2h_step(w[c]); }
+      if constexpr (K == FMNMX) v[c] = fmnmx_step(v[c], w[c]);
+      if constexpr (K == MUFU_FMNMX) { v[c] = ex2(v[c]); w[c] = fmnmx_step(w[c], v[c]); }
     }
   }
   __syncthreads();
@@ -89,7 +114,7 @@ static void measure(int sms, float *out, long long *cyc, long long *hcyc) {
   cudaMemcpy(hcyc, cyc, blocks * sizeof(long long), cudaMemcpyDeviceToHost);
   double mean = 0.0;
   for (int i = 0; i < blocks; ++i) mean += (double)hcyc[i] / blocks;
-  const int per_step = (K == MUFU_PACK || K == MUFU_UNPACK) ? 2 : 1;   /* measured instructions per chain step */
+  const int per_step = (K == MUFU_PACK || K == MUFU_UNPACK || K == MUFU_MUFU_F16 || K == MUFU_FMNMX) ? 2 : 1;   /* measured instructions per chain step */
   /* warp instructions of the measured kinds per SM: one block of THREADS / 32 warps x CHAINS x ITERS x per_step */
   const double winstr = (double)(THREADS / 32) * CHAINS * (double)ITERS * per_step;
   const double rate = winstr / mean;
@@ -115,6 +140,11 @@ int main() {
   measure<UNPACK>(sms, out, cyc, hcyc);
   measure<H2F>(sms, out, cyc, hcyc);
   measure<MUFU_UNPACK>(sms, out, cyc, hcyc);
+  measure<MUFU_F16>(sms, out, cyc, hcyc);
+  measure<MUFU_F16X2>(sms, out, cyc, hcyc);
+  measure<MUFU_MUFU_F16>(sms, out, cyc, hcyc);
+  measure<FMNMX>(sms, out, cyc, hcyc);
+  measure<MUFU_FMNMX>(sms, out, cyc, hcyc);
   const cudaError_t e = cudaDeviceSynchronize();
   if (e != cudaSuccess) {
     fprintf(stderr, "pipe_rates: %s\n", cudaGetErrorString(e));
