@@ -254,7 +254,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     h = kh * group + (ntiles ? lo / ntiles : 0);
     mt = ntiles ? lo % ntiles : 0;
   };
-  const int wg = threadIdx.x / 128;
+  /* uniform in the timed kernel (fa8_warpgroup_index); the statistics variant spilled 128 bytes with it (d128) */
+  const int wg = STATS ? (int)(threadIdx.x / 128) : fa8_warpgroup_index();
 
   if (threadIdx.x == 0) {
     fa8_mbar_init(&s.kv_full, 1);

@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     const int sq = fa8_after_fork(a.Sq);
     return sq > m_first ? (sq - m_first + BM - 1) / BM : 0;
   };
-  const int wg = threadIdx.x / 128;
+  const int wg = fa8_warpgroup_index();
 
   if (threadIdx.x == 0) {
     fa8_mbar_init(&s.kv_full, 1);

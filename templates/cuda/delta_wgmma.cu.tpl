@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) delta_kernel(const __grid_const
   /* key tiles, formed inside each role: a value live across setmaxnreg was spilled (4 bytes, d64, once the
    * row-data warp batched its loads) */
   auto key_tiles = [&]() { return (fa8_key_end(last_row, fa8_after_fork(a.Sk), diag, CAUSAL) + BN - 1) / BN; };
-  const int wg = threadIdx.x / 128;
+  const int wg = fa8_warpgroup_index();
 
   if (threadIdx.x == 0) {
     fa8_mbar_init(&s.q_full, 1 + 32);   /* the TMA thread and the row-data warp */
