@@ -4,7 +4,7 @@
 # Where cuDNN's FP8 forward saves instructions against fa8's (the 13 % more work per cycle of bench/NOTES.md):
 #   1. bench/micro/pipe_rates.cu, with the half-precision exponentials (is MUFU.EX2.F16 faster than FP32's?);
 #   2. per-pipe executed warp instructions (hardware counters, no SASS patching: the 28th session's per-opcode
-#      metrics hung ncu's replay of cuDNN's kernel) of fa8's d128 forward and cuDNN's FP8 forward, MHA B=1 H=64 S=8K;
+#      metrics hung ncu's replay of cuDNN's kernel) of fa8's d128 forward and cuDNN's FP8 forward, MHA B=1 H=64 S=8K.
 # (cuDNN's per-opcode mix by application replay hung ncu twice, the second time without torch.profiler, in the
 #  28th and 36th sessions: not asked again.)
 # Everything goes to $OUT/pipes.tgz plus a summary on stdout.
