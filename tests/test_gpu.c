@@ -460,6 +460,64 @@ Test(gpu, every_forward_instance, .timeout = 1200) {
   for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_forward_geom(&GEOMS[i], 3000 + i, 1);
 }
 
+/* Query rows whose logits are all negative: the last channel of every key is set to +32 and that of the chosen
+ * queries to -32, which shifts all their logits by -1024 c (-90 nats at d128, exact in FP8 and constant along a
+ * row, so P does not change). Chosen: the second half of the queries and every third group of 8 rows in the
+ * first half, so that some warps hold negative rows only, some mix them with others (rows g and g + 8 of a
+ * fragment differ) and some hold none. A forward that takes the row max on the logits' bits must treat such rows
+ * apart (integer order reverses among negative floats); the same FP64 bounds as above hold every forward. */
+static void negative_query_rows(h_data *d) {
+  const fa8_problem *p = &d->cfg.p;
+  const int64_t S = p->seqlen_q, H = p->heads, D = p->hdim_qk;
+  for (int64_t r = 0; r < d->nk / D; ++r) d->k[r * D + D - 1] = 32.0f;
+  for (int64_t r = 0; r < d->nq / D; ++r) {
+    const int64_t s = (r / H) % S;
+    if (s >= S / 2 || s % 24 < 8) d->q[r * D + D - 1] = -32.0f;
+  }
+}
+static const char *const NEGATIVE_GEOMS[] = { "d64 gqa full tails 300x517", "d128 gqa causal 1024",
+                                              "d128 gqa causal 1024 per-tensor", "d256 mha full 257",
+                                              "mla 192x128 causal 384" };
+Test(gpu, forward_rows_of_negative_logits, .timeout = 1200) {
+  require_gpu();
+  int ran = 0;
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) {
+    const geom *g = &GEOMS[i];
+    int pick = 0;
+    for (size_t j = 0; j < sizeof NEGATIVE_GEOMS / sizeof NEGATIVE_GEOMS[0]; ++j) pick |= !strcmp(g->name, NEGATIVE_GEOMS[j]);
+    if (!pick || !geom_in_build(g)) continue;
+    h_data d, c;
+    problem_pair(g, 7000 + i, &d, &c);
+    negative_query_rows(&d);
+    negative_query_rows(&c);
+    cr_assert_eq(h_quantize(&d), FA8_OK, "%s: GPU quantize: %s", g->name, fa8_last_error());
+    cr_assert_eq(h_quantize(&c), FA8_OK, "%s: CPU quantize: %s", g->name, fa8_last_error());
+    h_ref ref;
+    cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
+    /* the inputs do what the test says: about two thirds of the rows have LSE < 0, so every logit of theirs is
+     * below zero (max <= LSE), and the rest keep positive logits */
+    int64_t neg = 0;
+    for (int64_t r = 0; r < c.nrow; ++r) neg += ref.lse[r] < 0;
+    cr_assert(neg >= c.nrow / 2 && neg < c.nrow, "%s: %lld of %lld rows have only negative logits, the test wants "
+              "between half and all", g->name, (long long)neg, (long long)c.nrow);
+    fa8_problem pd = d.cfg.p;
+    pd.delta = FA8_DELTA_MATCHED;
+    const char *cand[64];
+    int cnt = 0;
+    cr_assert_eq(fa8_candidates(&pd, 0, cand, 64, &cnt), FA8_OK, "%s: %s", g->name, fa8_last_error());
+    const double std_err = check_forward(g, &d, &c, &ref, FA8_DELTA_MATCHED, NULL, 0.0);
+    for (int k = 0; k < cnt && k < 64; ++k) check_forward(g, &d, &c, &ref, FA8_DELTA_MATCHED, cand[k], 0.0);
+    pd.delta = FA8_DELTA_SPLIT;
+    cr_assert_eq(fa8_candidates(&pd, 0, cand, 64, &cnt), FA8_OK, "%s: %s", g->name, fa8_last_error());
+    for (int k = 0; k < cnt && k < 64; ++k) check_forward(g, &d, &c, &ref, FA8_DELTA_SPLIT, cand[k], std_err);
+    h_ref_free(&ref);
+    h_free(&d);
+    h_free(&c);
+    ++ran;
+  }
+  if (!ran) cr_skip_test("none of this test's geometries is in the build");
+}
+
 /* Every backward bundle this build holds for a geometry, not only the dispatcher's choice: a tuning build carries
  * candidates (the Hopper wgmma backward is one until it has run here) that the tuner may pick. Each runs whole
  * (its own forward, delta prep and backward) and is held to the FP64 reference, like the wgmma forward: its
