@@ -423,17 +423,12 @@ static double check_forward(const geom *g, h_data *d, h_data *c, const h_ref *re
  * every other forward instance this build holds for the geometry (fa8_candidates), each held to the same bounds:
  * the tuned table dispatches larger problems to tiles a small problem's dispatch never reaches (the 192x128
  * three-warpgroup forwards serve S >= 4K), and a tuning build carries the candidates the tuner may pick. */
-static void run_forward_geom(const geom *g, uint64_t seed, int every) {
-  if (!geom_in_build(g)) return;
-  h_data d, c;
-  problem_pair(g, seed, &d, &c);
-  h_ref ref;
-  cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
-  const double std_err = check_forward(g, &d, &c, &ref, FA8_DELTA_MATCHED, NULL, 0.0);
-  check_forward(g, &d, &c, &ref, FA8_DELTA_SPLIT, NULL, std_err);
+static void check_forwards(const geom *g, h_data *d, h_data *c, const h_ref *ref, int every) {
+  const double std_err = check_forward(g, d, c, ref, FA8_DELTA_MATCHED, NULL, 0.0);
+  check_forward(g, d, c, ref, FA8_DELTA_SPLIT, NULL, std_err);
   for (int split = 0; every && split < 2; ++split) {
     const fa8_delta_mode mode = split ? FA8_DELTA_SPLIT : FA8_DELTA_MATCHED;
-    fa8_problem pd = d.cfg.p;
+    fa8_problem pd = d->cfg.p;
     pd.delta = mode;
     fa8_dispatch_names names;
     cr_assert_eq(fa8_dispatch(&pd, &names), FA8_OK, "%s: %s", g->name, fa8_last_error());
@@ -442,8 +437,16 @@ static void run_forward_geom(const geom *g, uint64_t seed, int every) {
     cr_assert_eq(fa8_candidates(&pd, 0, cand, 64, &cnt), FA8_OK, "%s: %s", g->name, fa8_last_error());
     cr_assert_leq(cnt, 64, "%s: %d forward candidates, the test walks 64", g->name, cnt);
     for (int i = 0; i < cnt; ++i)
-      if (strcmp(cand[i], names.fwd)) check_forward(g, &d, &c, &ref, mode, cand[i], std_err);
+      if (strcmp(cand[i], names.fwd)) check_forward(g, d, c, ref, mode, cand[i], std_err);
   }
+}
+static void run_forward_geom(const geom *g, uint64_t seed, int every) {
+  if (!geom_in_build(g)) return;
+  h_data d, c;
+  problem_pair(g, seed, &d, &c);
+  h_ref ref;
+  cr_assert_eq(h_reference(&c, 0, &ref), 0, "%s: FP64 reference failed", g->name);
+  check_forwards(g, &d, &c, &ref, every);
   h_ref_free(&ref);
   h_free(&d);
   h_free(&c);
@@ -465,7 +468,8 @@ Test(gpu, every_forward_instance, .timeout = 1200) {
  * row, so P does not change). Chosen: the second half of the queries and every third group of 8 rows in the
  * first half, so that some warps hold negative rows only, some mix them with others (rows g and g + 8 of a
  * fragment differ) and some hold none. A forward that takes the row max on the logits' bits must treat such rows
- * apart (integer order reverses among negative floats); the same FP64 bounds as above hold every forward. */
+ * apart (integer order reverses among negative floats); check_forwards holds every forward instance to the same
+ * FP64 bounds as above. */
 static void negative_query_rows(h_data *d) {
   const fa8_problem *p = &d->cfg.p;
   const int64_t S = p->seqlen_q, H = p->heads, D = p->hdim_qk;
@@ -500,18 +504,7 @@ Test(gpu, forward_rows_of_negative_logits, .timeout = 1200) {
     for (int64_t r = 0; r < c.nrow; ++r) neg += ref.lse[r] < 0;
     cr_assert(neg >= c.nrow / 2 && neg < c.nrow, "%s: %lld of %lld rows have only negative logits, the test wants "
               "between half and all", g->name, (long long)neg, (long long)c.nrow);
-    fa8_problem pd = d.cfg.p;
-    pd.delta = FA8_DELTA_MATCHED;
-    const char *cand[64];
-    int cnt = 0;
-    cr_assert_eq(fa8_candidates(&pd, 0, cand, 64, &cnt), FA8_OK, "%s: %s", g->name, fa8_last_error());
-    cr_assert_leq(cnt, 64, "%s: %d forward candidates, the test walks 64", g->name, cnt);
-    const double std_err = check_forward(g, &d, &c, &ref, FA8_DELTA_MATCHED, NULL, 0.0);
-    for (int k = 0; k < cnt; ++k) check_forward(g, &d, &c, &ref, FA8_DELTA_MATCHED, cand[k], 0.0);
-    pd.delta = FA8_DELTA_SPLIT;
-    cr_assert_eq(fa8_candidates(&pd, 0, cand, 64, &cnt), FA8_OK, "%s: %s", g->name, fa8_last_error());
-    cr_assert_leq(cnt, 64, "%s: %d split forward candidates, the test walks 64", g->name, cnt);
-    for (int k = 0; k < cnt; ++k) check_forward(g, &d, &c, &ref, FA8_DELTA_SPLIT, cand[k], std_err);
+    check_forwards(g, &d, &c, &ref, 1);
     h_ref_free(&ref);
     h_free(&d);
     h_free(&c);
