@@ -35,24 +35,28 @@ typedef struct {
   int all_modes;
   int per_tensor;   /* per-tensor scales (the tuned table's 192-key forward tiles serve only these); else 128-row blocks */
   int v_rows;       /* > 0: V alone in blocks of this many rows (each call then picks its own instances) */
+  int pow2;         /* scales rounded up to powers of two: most key tiles share V's scale, so the wgmma forwards
+                       skip O's unit rescales there (per-tensor scales do too) */
 } geom;
 
 static geom GEOMS[] = {
-  { "d64 mha causal 256", 1, 2, 2, 256, 256, 64, 64, 1, FA8_FMT_E4M3, 1, 0, 0 },
-  { "d64 gqa full tails 300x517", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 0, 0 },
+  { "d64 mha causal 256", 1, 2, 2, 256, 256, 64, 64, 1, FA8_FMT_E4M3, 1, 0, 0, 0 },
+  { "d64 gqa full tails 300x517", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 0, 0, 0 },
   /* all modes at d96 and d192: the row-dot delta's vector pass splits 12 and 24 units of 8 unevenly over its lanes */
-  { "d96 gqa causal 200", 1, 4, 2, 200, 200, 96, 96, 1, FA8_FMT_E4M3, 1, 0, 0 },
-  { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0, 0 },
-  { "d128 mqa full 333x129 e5m2", 1, 4, 1, 333, 129, 128, 128, 0, FA8_FMT_E5M2, 1, 0, 0 },
-  { "d128 causal sq>sk 400x150", 1, 2, 1, 400, 150, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0 },
-  { "d128 seqlen 1", 1, 2, 2, 1, 1, 128, 128, 0, FA8_FMT_E4M3, 0, 0, 0 },
-  { "d192 gqa causal 300", 1, 4, 2, 300, 300, 192, 192, 1, FA8_FMT_E4M3, 1, 0, 0 },
-  { "d256 mha full 257", 1, 2, 2, 257, 257, 256, 256, 0, FA8_FMT_E4M3, 1, 0, 0 },
-  { "d256 gqa causal 512", 1, 4, 1, 512, 512, 256, 256, 1, FA8_FMT_E4M3, 0, 0, 0 },
-  { "mla 192x128 causal 384", 1, 4, 2, 384, 384, 192, 128, 1, FA8_FMT_E4M3, 1, 0, 0 },
-  { "mla 192x128 full 100x700 e5m2", 1, 2, 1, 100, 700, 192, 128, 0, FA8_FMT_E5M2, 0, 0, 0 },
-  { "d128 gqa causal 1024 per-tensor", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 0, 1, 0 },
-  { "d64 gqa full 300x517 per-tensor", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 1, 0 },
+  { "d96 gqa causal 200", 1, 4, 2, 200, 200, 96, 96, 1, FA8_FMT_E4M3, 1, 0, 0, 0 },
+  { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0, 0, 0 },
+  { "d128 mqa full 333x129 e5m2", 1, 4, 1, 333, 129, 128, 128, 0, FA8_FMT_E5M2, 1, 0, 0, 0 },
+  { "d128 causal sq>sk 400x150", 1, 2, 1, 400, 150, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },
+  { "d128 seqlen 1", 1, 2, 2, 1, 1, 128, 128, 0, FA8_FMT_E4M3, 0, 0, 0, 0 },
+  { "d192 gqa causal 300", 1, 4, 2, 300, 300, 192, 192, 1, FA8_FMT_E4M3, 1, 0, 0, 0 },
+  { "d256 mha full 257", 1, 2, 2, 257, 257, 256, 256, 0, FA8_FMT_E4M3, 1, 0, 0, 0 },
+  { "d256 gqa causal 512", 1, 4, 1, 512, 512, 256, 256, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },
+  { "mla 192x128 causal 384", 1, 4, 2, 384, 384, 192, 128, 1, FA8_FMT_E4M3, 1, 0, 0, 0 },
+  { "mla 192x128 full 100x700 e5m2", 1, 2, 1, 100, 700, 192, 128, 0, FA8_FMT_E5M2, 0, 0, 0, 0 },
+  { "d128 gqa causal 1024 per-tensor", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 0, 1, 0, 0 },
+  { "d64 gqa full 300x517 per-tensor", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 1, 0, 0 },
+  { "d128 gqa full 1000 pow2", 1, 4, 2, 1000, 1000, 128, 128, 0, FA8_FMT_E4M3, 0, 0, 0, 1 },
+  { "d256 mha causal 640 pow2", 1, 2, 2, 640, 640, 256, 256, 1, FA8_FMT_E4M3, 1, 0, 0, 1 },
 };
 
 static double rel(const float *a, const float *b, int64_t n) {
@@ -128,6 +132,7 @@ static h_config config(const geom *g, fa8_backend be) {
   c.p.backend = be;
   c.p.scale_rows = g->per_tensor ? 0 : 128;
   c.v_scale_rows = g->v_rows;
+  c.pow2_scales = g->pow2;
   return c;
 }
 
@@ -588,7 +593,7 @@ Test(gpu, backward_last_wave_split, .timeout = 600) {
           last, sms / last < 16 ? sms / last : 16);
   cr_assert(tiles > sms && last > 0 && sms / last >= 2, "the geometry does not split on %d SMs", (int)sms);
   const int hd = small_hdim();
-  const geom g = { "last-wave split", 1, 2 * hkv, hkv, 512, 512, hd, hd, 0, FA8_FMT_E4M3, 0, 0, 0 };
+  const geom g = { "last-wave split", 1, 2 * hkv, hkv, 512, 512, hd, hd, 0, FA8_FMT_E4M3, 0, 0, 0, 0 };
   run_geom(&g, 4242);
 }
 
@@ -600,7 +605,7 @@ Test(gpu, backward_last_wave_split, .timeout = 600) {
 Test(gpu, matched_prep_per_key_v_scales, .timeout = 600) {
   require_gpu();
   const int hd = hdim_in_build(128) ? 128 : small_hdim();
-  const geom g = { "v in 64-row blocks", 1, 4, 2, 640, 640, hd, hd, 1, FA8_FMT_E4M3, 0, 0, 64 };
+  const geom g = { "v in 64-row blocks", 1, 4, 2, 640, 640, hd, hd, 1, FA8_FMT_E4M3, 0, 0, 64, 0 };
   run_geom(&g, 4343);
 }
 
@@ -617,7 +622,7 @@ static void gpu_problem(const geom *g, h_data *d) {
 /* The stale/matched contrast the probe shows on the CPU also holds on the GPU. */
 Test(gpu, delta_modes_contrast, .timeout = 300) {
   require_gpu();
-  geom g = { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0, 0 };
+  geom g = { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0, 0, 0 };
   /* its bounds were measured at d128: a build without d128 (-Dhdim=256,192x128) skips it, as the geometry tests do */
   if (!geom_in_build(&g)) return;
   h_data d;
@@ -733,7 +738,7 @@ Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
 Test(gpu, refuses_missing_transposed_copy) {
   require_gpu();
   const int hd = small_hdim();
-  geom g = { "small", 1, 2, 2, 64, 64, hd, hd, 0, FA8_FMT_E4M3, 0, 0, 0 };
+  geom g = { "small", 1, 2, 2, 64, 64, hd, hd, 0, FA8_FMT_E4M3, 0, 0, 0, 0 };
   h_data d;
   gpu_problem(&g, &d);
   void *saved = d.g.v8t;
