@@ -84,24 +84,28 @@ def read_rows(path, peers=None, errors=None):
         sr = r.setdefault("scale_rows", 128)   # fa8 bench's default quantization (rows before the field existed)
         if not isinstance(sr, int) or isinstance(sr, bool) or sr < 0:
             raise BadInput(f"{where}: scale_rows {sr!r} is not a row count >= 0")
+        p2 = r.setdefault("pow2_scales", False)   # amax scales unless the row says otherwise (fa8 bench --pow2-scales)
+        if not isinstance(p2, bool):
+            raise BadInput(f"{where}: pow2_scales {p2!r} is not true or false")
         r["mode"] = mode
         rows.append(r)
     return rows
 
 
 def problems(rows):
-    """{problem key + (scale rows,): {mode: row}} in first-seen order; a mode measured twice keeps its last row"""
+    """{problem key + (scale rows, power-of-two scales): {mode: row}} in first-seen order; a mode measured twice
+    keeps its last row"""
     out = {}
     for r in rows:
-        out.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"],), {})[r["mode"]] = r
+        out.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"]), {})[r["mode"]] = r
     return out
 
 
 def name(key):
-    B, H, Hkv, S, dqk, dv, causal, rows = key
+    B, H, Hkv, S, dqk, dv, causal, rows, pow2 = key
     geo = f"d{dqk}" if dqk == dv else f"{dqk}x{dv}"
     heads = f"H{H}" if H == Hkv else f"H{H}/{Hkv}"
-    scales = "" if rows == 128 else " per-tensor" if rows == 0 else f" scale rows {rows}"
+    scales = ("" if rows == 128 else " per-tensor" if rows == 0 else f" scale rows {rows}") + (" pow2 scales" if pow2 else "")
     return f"{geo} {heads} S={S}{' B=' + str(B) if B != 1 else ''}{' causal' if causal else ''}{scales}"
 
 
@@ -142,7 +146,7 @@ def report(path, rows, peers=None, errors=()):
         lines.append(f"| {name(key)} | {times} | {cell('matched')} | {cell('split')} | {fwd} | {bwd} |")
     checks = []
     for key, modes in probs.items():
-        B, H, Hkv, S, dqk, dv, causal, srows = key
+        B, H, Hkv, S, dqk, dv, causal, srows, pow2 = key
         if S != 8192 or B * H != 64:
             continue
         fwd = std_fwd(modes)
@@ -150,7 +154,7 @@ def report(path, rows, peers=None, errors=()):
         if target and not causal:
             checks.append(f"- forward {name(key)}: {fwd:.0f} TFLOP/s, target {target:.0f}: {verdict(fwd >= target)}")
         if causal:
-            twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows))
+            twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows, pow2))
             if twin:
                 full = std_fwd(twin)
                 gap = 1.0 - fwd / full

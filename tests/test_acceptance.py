@@ -65,6 +65,18 @@ class Costs(Run):
         self.assertNotEqual(rc, 0)
         self.assertIn("scale_rows -1", err)
 
+    def test_pow2_scales_keep_problems_apart(self):
+        # power-of-two scales (fa8 bench --pow2-scales) are a quantization of their own, beside the amax scales
+        amax = [row("stale", 1.0, 4.0, 700, 450), row("split", 1.5, 4.0, 470, 450)]
+        p2 = [dict(row("stale", 0.95, 4.0, 737, 450), pow2_scales=True), dict(row("split", 1.3, 4.0, 540, 450), pow2_scales=True)]
+        _, out, _ = self.run_tool(self.write(amax + p2))
+        self.assertIn("| d128 H64 S=8192 | 1.000 / 4.00 | – | +10.0 % (**FAIL**) | 700 | 450 |", out)
+        self.assertIn("| d128 H64 S=8192 pow2 scales | 0.950 / 4.00 | – | +7.1 % (pass) | 737 | 450 |", out)
+        self.assertIn("- forward d128 H64 S=8192 pow2 scales: 737 TFLOP/s", out)
+        rc, _, err = self.run_tool(self.write([dict(row("stale", 1.0, 4.0), pow2_scales=1)]))
+        self.assertNotEqual(rc, 0)
+        self.assertIn("pow2_scales 1", err)
+
     def test_edge_of_the_budget_passes(self):
         path = self.write([row("stale", 1.0, 3.0), row("matched", 1.0, 4.0), row("split", 1.0, 3.32)])
         _, out, _ = self.run_tool(path)
@@ -171,10 +183,10 @@ class Committed(unittest.TestCase):
     def test_f9e91d6_costs_as_its_readme_states(self):
         path = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-f9e91d6", "fa8-bench.jsonl")
         probs = acceptance.problems(acceptance.read_rows(path))
-        c = acceptance.costs(probs[(1, 64, 64, 8192, 256, 256, False, 128)])
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 256, 256, False, 128, False)])
         self.assertAlmostEqual(c["matched"] * 100, 19.9, delta=0.05)
         self.assertAlmostEqual(c["split"] * 100, 6.4, delta=0.05)
-        c = acceptance.costs(probs[(1, 64, 64, 8192, 128, 128, False, 128)])
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 128, 128, False, 128, False)])
         self.assertAlmostEqual(c["matched"] * 100, 22.7, delta=0.05)
         self.assertAlmostEqual(c["split"] * 100, 9.0, delta=0.05)
 

@@ -195,6 +195,18 @@ struct Consumer {
     }
     fa8_wgmma_commit();
   }
+  /* O takes the factor softmax left (rs). The standard forward skips it where it is 1 for all of the warp's 16
+   * rows: no row's max rose and the tile's V scale equals the previous one (per-tensor or power-of-two scales,
+   * most tiles), about half the tiles of a long row. A NaN factor is not 1, so it still spreads. d128 S=8K on
+   * the H200: -4.0 % with power-of-two scales, -2.0 % with 128-row amax scales (the vote's branch alone), split
+   * +2.0 % (so split multiplies every tile, as before); bench/NOTES.md, v27 */
+  __device__ __forceinline__ void rescale_o(const float (&rs)[2]) {
+    if constexpr (!SPLIT) {
+      if (!__any_sync(0xffffffffu, rs[0] != 1.0f || rs[1] != 1.0f)) return;
+    }
+#pragma unroll
+    for (int i = 0; i < DV / 2; ++i) acc[i] *= rs[(i >> 1) & 1];
+  }
   /* logits of the tile at key n0 in stage st (in sacc) -> running max, P^ fragments (pa), R^ fragments (ra, split), the
    * factor the accumulator must take before this tile's product joins it; l and m updated */
   __device__ __forceinline__ void softmax(int n0, int st, float (&rescale)[2]) {
@@ -406,8 +418,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       c.softmax(0, s0, rescale);
       /* O takes the rescale, then R^(j) V(j) (tile g's stage st) */
       auto rv_step = [&](int g, int st) {
-#pragma unroll
-        for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rescale[(i >> 1) & 1];
+        c.rescale_o(rescale);
         if constexpr (VPERM) fa8_mbar_wait(&s.vready[st], (g / STAGES) & 1);
         c.pv_issue<false, true>(c.acc, st, false);
         fa8_wgmma_wait<0>();
@@ -479,10 +490,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       /* after softmax(j): O takes the rescale (unless a fresh accumulator joins it with the rescale) */
       auto after_softmax = [&](const float (&rs)[2], bool first) {
         if constexpr (!PV_FRESH) {
-          if (!first) {
-#pragma unroll
-            for (int i = 0; i < DV / 2; ++i) c.acc[i] *= rs[(i >> 1) & 1];
-          }
+          if (!first) c.rescale_o(rs);
         }
       };
       if (!PERSIST && PINGPONG && cw == 1) fa8_named_arrive(1, 256);   /* warpgroup 0 goes first */
