@@ -46,6 +46,11 @@ constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUME
  * cores busy. */
 constexpr bool SERIAL_GEMMS = CONSUMERS == 3 && DV / 2 + BN / 2 + (SPLIT ? BN / 4 : BN / 8) + 24 > CONSUMER_REGS;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
+/* O's rescale behind a warp vote that skips unit factors (Consumer::rescale_o), where same-call A/Bs at S=8K on the
+ * H200 measured it faster (bench/NOTES.md, v27): the standard d128 forward on three warpgroups, -2.0 % with 128-row
+ * amax scales, -4.0 % with power-of-two ones. Elsewhere the vote's branch cost more than the skips saved: d64
+ * +4.7 % and d256 +1.0 % (amax scales; d256 -1.6 % with power-of-two ones), split d128 +2.0 %. */
+constexpr bool SKIP_UNIT_RESCALE = !SPLIT && CONSUMERS == 3 && DQK == 128 && DV == 128;
 
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
   uint8_t q[QCH][BM * FA8_CHUNK];
@@ -195,13 +200,11 @@ struct Consumer {
     }
     fa8_wgmma_commit();
   }
-  /* O takes the factor softmax left (rs). The standard forward skips it where it is 1 for all of the warp's 16
-   * rows: no row's max rose and the tile's V scale equals the previous one (per-tensor or power-of-two scales,
-   * most tiles), about half the tiles of a long row. A NaN factor is not 1, so it still spreads. d128 S=8K on
-   * the H200: -4.0 % with power-of-two scales, -2.0 % with 128-row amax scales (the vote's branch alone), split
-   * +2.0 % (so split multiplies every tile, as before); bench/NOTES.md, v27 */
+  /* O takes the factor softmax left (rs). SKIP_UNIT_RESCALE: skipped where it is 1 for all of the warp's 16 rows
+   * (no row's max rose and the tile's V scale equals the previous one: per-tensor or power-of-two scales, about
+   * half the tiles of a long row). A NaN factor is not 1, so it still spreads. */
   __device__ __forceinline__ void rescale_o(const float (&rs)[2]) {
-    if constexpr (!SPLIT) {
+    if constexpr (SKIP_UNIT_RESCALE) {
       if (!__any_sync(0xffffffffu, rs[0] != 1.0f || rs[1] != 1.0f)) return;
     }
 #pragma unroll
