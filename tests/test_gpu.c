@@ -35,8 +35,8 @@ typedef struct {
   int all_modes;
   int per_tensor;   /* per-tensor scales (the tuned table's 192-key forward tiles serve only these); else 128-row blocks */
   int v_rows;       /* > 0: V alone in blocks of this many rows (each call then picks its own instances) */
-  int pow2;         /* scales rounded up to powers of two: most key tiles share V's scale, so the wgmma forwards
-                       skip O's unit rescales there (per-tensor scales do too) */
+  int pow2;         /* scales rounded up to powers of two: most key tiles share V's scale, so the d128
+                       three-warpgroup forward skips O's unit rescales there (as under per-tensor scales) */
 } geom;
 
 static geom GEOMS[] = {
