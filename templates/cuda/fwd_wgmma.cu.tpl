@@ -49,7 +49,8 @@ static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxn
 /* O's rescale behind a warp vote that skips unit factors (Consumer::rescale_o), where same-call A/Bs at S=8K on the
  * H200 measured it faster (bench/NOTES.md, v27): the standard d128 forward on three warpgroups, -2.0 % with 128-row
  * amax scales, -4.0 % with power-of-two ones. Elsewhere the vote's branch cost more than the skips saved: d64
- * +4.7 % and d256 +1.0 % (amax scales; d256 -1.6 % with power-of-two ones), split d128 +2.0 %. */
+ * +4.7 % (amax), +3.0 % (per-tensor), +2.6 % (power-of-two); d256 +1.0 % (amax; -1.6 % power-of-two); split d128
+ * +2.0 %. A tuning field would let the tuner choose it per geometry (bench/NOTES.md, thirty-ninth session). */
 constexpr bool SKIP_UNIT_RESCALE = !SPLIT && CONSUMERS == 3 && DQK == 128 && DV == 128;
 
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
