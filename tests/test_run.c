@@ -200,7 +200,7 @@ Test(run, bench_refuses_bad_flags) {
                              { "bench --reps 0", "--reps" }, { "bench --bogus", "--bogus" },
                              { "bench --scale-rows -1", "--scale-rows" }, { "bench --scale-rows many", "many" },
                              { "bench --modes stale,stale,stale,stale,stale,stale,stale,stale,stale", "stale,stale" },
-                             { "bench --modes ,", "--modes" } };
+                             { "bench --modes ,", "--modes" }, { "bench --pow2-scales=yes", "--pow2-scales" } };
   char out[2048];
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     const int rc = fa8_cmd(out, sizeof out, cases[i][0]);
