@@ -4,7 +4,10 @@
  * includes its delta-prep pass. The modes are timed in interleaved rounds (each round runs every mode's forward,
  * then its backward, once), so that the GPU's clock and power drift during a call falls on every mode alike:
  * timed one mode after another, the same forward kernel measured 3-6 % slower as the second mode than as the
- * first on the H200 (bench/NOTES.md, 2026-12-01), which biased every Delta-Matching cost line. */
+ * first on the H200 (bench/NOTES.md, 2026-12-01), which biased every Delta-Matching cost line.
+ * Each mode's forward is then also timed alone ("fwd_alone_ms"): warm-up, then back-to-back forwards, each between
+ * its own events, as bench/run.py times torch SDPA and cuDNN's FP8 SDPA, so a forward can be set beside theirs
+ * under one protocol. The rounds' forward ("fwd_ms") runs in the backwards' power state, as in training. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,7 +91,8 @@ int cli_bench(int argc, char **argv) {
     k[n].ws = NULL; k[n].wsb = 0;
     if (fa8_dispatch(&k[n].p, &dn[n]) != FA8_OK) { fprintf(stderr, "fa8 bench: %s: %s\n", tok, fa8_last_error()); rc = 1; }
   }
-  double *t = rc ? NULL : malloc(sizeof(double) * 2 * (size_t)n * (size_t)reps);
+  /* t[(2 n + i) * reps + r]: mode i's forward alone, after the rounds */
+  double *t = rc ? NULL : malloc(sizeof(double) * 3 * (size_t)n * (size_t)reps);
   if (!rc && !t) { fprintf(stderr, "fa8 bench: out of memory\n"); rc = 1; }
   /* t[(2 i + dir) * reps + r]: mode i, forward (dir 0) or backward (1), round r; a backward follows its own forward */
   for (int r = -WARMUP_ROUNDS; r < reps && !rc; ++r)
@@ -102,12 +106,19 @@ int cli_bench(int argc, char **argv) {
         t[(2 * i + 1) * reps + r] = tb;
       }
     }
+  for (int i = 0; i < n && !rc; ++i)
+    if (h_gpu_times_ms(fwd, &k[i], WARMUP_ROUNDS, reps, &t[(2 * n + i) * reps])) {
+      fprintf(stderr, "fa8 bench: %s alone: %s\n", names[i], fa8_last_error());
+      rc = 1;
+    }
   for (int i = 0; i < n && !rc; ++i) {
     const double tf = median_ms(&t[(2 * i) * reps], reps), tb = median_ms(&t[(2 * i + 1) * reps], reps);
+    const double ta = median_ms(&t[(2 * n + i) * reps], reps);
     printf("{\"system\": \"fa8-%s\", \"B\": %d, \"H\": %d, \"Hkv\": %d, \"S\": %d, \"dqk\": %d, \"dv\": %d, \"causal\": %s, "
-           "\"scale_rows\": %d, \"pow2_scales\": %s, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
+           "\"scale_rows\": %d, \"pow2_scales\": %s, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, "
+           "\"fwd_alone_ms\": %.4f, \"fwd_alone_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
            names[i], c.p.batch, c.p.heads, c.p.kv_heads, c.p.seqlen_q, c.p.hdim_qk, c.p.hdim_v, c.p.causal ? "true" : "false",
-           c.p.scale_rows, c.pow2_scales ? "true" : "false", tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, dn[i].fwd, dn[i].bwd);
+           c.p.scale_rows, c.pow2_scales ? "true" : "false", tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, ta, flops / ta * 1e-9, dn[i].fwd, dn[i].bwd);
   }
   fflush(stdout);
   free(t);

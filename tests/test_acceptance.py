@@ -113,6 +113,24 @@ class Targets(Run):
         self.assertIn("760 against 910 non-causal (16.5 % below, limit 15 %): **FAIL**", out)
         self.assertIn("- forward d256 H64 S=8192: 990 TFLOP/s, target 1000: **FAIL**", out)
 
+    def test_forward_alone_judged_on_its_own_line(self):
+        alone = dict(row("stale", 2.45, 9.0, 880, 600), fwd_alone_ms=2.40, fwd_alone_tflops=916.0)
+        path = self.write([alone, row("split", 2.8, 9.0, 770, 610)])
+        _, out, _ = self.run_tool(path)
+        self.assertIn("- forward d128 H64 S=8192: 880 TFLOP/s, target 900: **FAIL**", out)
+        self.assertIn("- forward d128 H64 S=8192, timed alone (back-to-back forwards, the peers' protocol): "
+                      "916 TFLOP/s, target 900: pass", out)
+        path = self.write([row("stale", 2.45, 9.0, 880, 600)])
+        _, out, _ = self.run_tool(path)
+        self.assertNotIn("timed alone", out)   # rows from before the field: one line
+
+    def test_bad_forward_alone_is_named(self):
+        for bad in (0, -1.0, "fast", True):
+            path = self.write([dict(row("stale", 1.0, 4.0, 900, 600), fwd_alone_ms=bad, fwd_alone_tflops=900.0)])
+            rc, _, err = self.run_tool(path)
+            self.assertEqual(rc, 1)
+            self.assertIn("fwd_alone_ms", err)
+
     def test_targets_only_at_8k_and_64_heads(self):
         path = self.write([row("stale", 1.0, 4.0, 100, 100, S=4096), row("stale", 1.0, 4.0, 100, 100, H=32, Hkv=32)])
         _, out, _ = self.run_tool(path)
