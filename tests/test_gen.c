@@ -195,7 +195,8 @@ static int list_dir(const char *dir, char **names, int max) {
     "  for k, v in pairs(over or {}) do if k == 'd' then f.hdim_qk, f.hdim_v = v, v else f[k] = v end end\n" \
     "  tile = tile or { 64, 64, 1, 1 }\n"                                                                \
     "  local c = { functional = f, target = tg, tuning = { block_m = tile[1], block_n = tile[2],\n"       \
-    "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1], vperm = tile.vperm == true } }\n" \
+    "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1], vperm = tile.vperm == true,\n" \
+    "    unitskip = tile.unitskip == true } }\n"                                                          \
     "  schema.check(c)   -- crafted configs are well-formed: only the predicate under test objects\n"    \
     "  c.name = naming.encode(c)\n"                                                                      \
     "  return c\n"                                                                                       \
@@ -354,6 +355,11 @@ Test(gen, predicates_reject_and_accept) {
         "rejects('vperm_wgmma_fwd', mk('sm_90a', 'bwd', { d = 128 }, { 64, 128, 12, 2, vperm = true }, 'wgmma'), 'vperm', 'wgmma bwd')\n"
         "rejects('vperm_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 64, 64, 4, 2, vperm = true }, 'mma'), 'mma fwd')\n"
         "accepts('vperm_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 128, 128, 12, 2, vperm = true }, 'wgmma'))\n"
+        "-- unitskip: the wgmma forward's option only (its vote guards that kernel's O rescale)\n"
+        "rejects('unitskip_wgmma_fwd', mk('sm_90a', 'bwd', { d = 128 }, { 64, 128, 12, 2, unitskip = true }, 'wgmma'), 'unitskip', 'wgmma bwd')\n"
+        "rejects('unitskip_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 64, 64, 4, 2, unitskip = true }, 'mma'), 'mma fwd')\n"
+        "rejects('unitskip_wgmma_fwd', mk('cpu', 'fwd', { d = 64 }, { 64, 64, 1, 1, unitskip = true }), 'scalar fwd')\n"
+        "accepts('unitskip_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 192, 128, 16, 3, vperm = true, unitskip = true }, 'wgmma'))\n"
         "-- HIP (templates/hip): LDS as the kernels lay it out, 32 rows per wave, wave64\n"
         "local fnuz, fnuz_g = { d = 128, fmt = 'e4m3fnuz' }, { d = 128, fmt = 'e4m3fnuz', fmt_grad = 'e4m3fnuz' }\n"
         "-- the backward keeps its tiles resident where they fit (d128 64x32: 58136 B) and streams the query side\n"
@@ -546,7 +552,24 @@ Test(gen, naming_decode_failures) {
         "rec.tuning.vperm = 'yes'\n"
         "expect_error(function() schema.check(rec, 'rec') end, 'rec', 'vperm must be true or false', 'yes')\n"
         "rec.tuning.vperm = nil\n"
-        "expect_error(function() schema.check(rec, 'rec') end, \"tuning lacks field 'vperm'\")\n");
+        "expect_error(function() schema.check(rec, 'rec') end, \"tuning lacks field 'vperm'\")\n"
+        "-- unitskip: its own token after vperm's, before a pipeline; off is never spelled out\n"
+        "local us = naming.decode('fa8_fwd_sm90a_e4m3_d128v128_gqa_causal_m192n128_w16s3_vperm_unitskip', reg)\n"
+        "assert(us.tuning.unitskip == true and us.tuning.vperm == true and us.tuning.block_m == 192 and us.functional.causal)\n"
+        "assert(naming.functional_key(us) == 'fa8_fwd_e4m3_d128v128_gqa_causal', naming.functional_key(us))\n"
+        "assert(naming.encode(us) == 'fa8_fwd_sm90a_e4m3_d128v128_gqa_causal_m192n128_w16s3_vperm_unitskip')\n"
+        "local u1 = naming.decode('fa8_fwd_sm90a_e4m3_d256v256_gqa_full_m128n128_w12s3_unitskip', reg)\n"
+        "assert(u1.tuning.unitskip == true and u1.tuning.vperm == false)\n"
+        "assert(vp.tuning.unitskip == false)\n"
+        "bad('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m192n128_w16s3_unitskip_vperm', \"unexpected token 'vperm'\")\n"
+        "bad('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m192n128_w16s3_unitskip_unitskip', \"unexpected token 'unitskip'\")\n"
+        "bad('fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w4s2_mma_unitskip', \"unexpected trailing token 'unitskip'\")\n"
+        "-- and it is required and boolean\n"
+        "rec = schema.copy(us)\n"
+        "rec.tuning.unitskip = 1\n"
+        "expect_error(function() schema.check(rec, 'rec') end, 'rec', 'unitskip must be true or false', '1')\n"
+        "rec.tuning.unitskip = nil\n"
+        "expect_error(function() schema.check(rec, 'rec') end, \"tuning lacks field 'unitskip'\")\n");
 }
 
 /* =================================================================================================== */
@@ -1025,7 +1048,7 @@ Test(gen, sm90a_lists_wgmma_and_mma_per_geometry) {
         "  local dir, geo = name:match('^fa8_(%a+)_sm90a_[%w]+_d(%d+v%d+)_')\n"
         "  if geo then\n"
         "    -- wgmma is sm_90a's first pipeline: its names carry no pipeline token\n"
-        "    local pipe = name:match('_mma$') and 'mma' or ((name:match('_w%d+s%d+$') or name:match('_w%d+s%d+_vperm$')) and 'wgmma') or name\n"
+        "    local pipe = name:match('_mma$') and 'mma' or (name:gsub('_unitskip$', ''):gsub('_vperm$', ''):match('_w%d+s%d+$') and 'wgmma') or name\n"
         "    seen[dir .. '/' .. geo .. '/' .. pipe] = true\n"
         "  end\n"
         "end\n"
@@ -1395,31 +1418,45 @@ Test(gen, tuning_profile_heuristic_is_the_shipping_choice) {
         "end\n");
 }
 
-/* vperm (schema.lua) is a wgmma forward option: the tuning set times every wgmma forward tile with and without it,
- * nothing else carries it, and the shipping tiles leave it off (a default every sweep has timed). */
-Test(gen, vperm_only_on_wgmma_forwards) {
+/* vperm and unitskip (schema.lua) are wgmma forward options: the tuning set times every wgmma forward tile with
+ * and without each, nothing else carries them, and the shipping tiles leave them off (a default every sweep has
+ * timed). Their tokens come in that order, after w<W>s<S>. */
+Test(gen, vperm_and_unitskip_only_on_wgmma_forwards) {
     LUA_OK(
         "local hd = { { 64, 64 }, { 128, 128 }, { 256, 256 } }\n"
         "local res = enumerate.run({ registry = reg, profile = 'tuning', targets = { 'sm_90a' }, hdims = hd })\n"
         "local tun, pruned = res.instances, {}\n"
         "-- a twin the register model prunes (split d128 on three warpgroups with vperm spilled) is the one exception\n"
         "for _, r in ipairs(res.rejected) do if r.reason:find('register estimate', 1, true) then pruned[r.name] = true end end\n"
-        "local names, on = {}, 0\n"
+        "local names = {}\n"
         "for _, c in ipairs(tun) do names[c.name] = true end\n"
-        "for _, c in ipairs(tun) do\n"
-        "  if c.tuning.vperm then\n"
-        "    on = on + 1\n"
-        "    assert(c.functional.dir == 'fwd' and c.tuning.pipeline == 'wgmma', c.name)\n"
-        "    assert(c.name:match('_vperm$'), c.name)\n"
-        "    local off = c.name:gsub('_vperm$', '')\n"
-        "    assert(names[off], c.name .. ' has no twin without vperm in the tuning set')\n"
-        "  elseif c.functional.dir == 'fwd' and c.tuning.pipeline == 'wgmma' then\n"
-        "    assert(names[c.name .. '_vperm'] or pruned[c.name .. '_vperm'], c.name .. ' has no vperm twin in the tuning set')\n"
-        "  end\n"
+        "-- name with the field's token on: vperm right after w<W>s<S>, unitskip after vperm\n"
+        "local function with(c, field)\n"
+        "  local w = c.name:match('^(.-_w%d+s%d+)')\n"
+        "  local vp = (c.tuning.vperm or field == 'vperm') and '_vperm' or ''\n"
+        "  local us = (c.tuning.unitskip or field == 'unitskip') and '_unitskip' or ''\n"
+        "  return w .. vp .. us\n"
         "end\n"
-        "assert(on > 0, 'no vperm instance in the tuning set')\n"
+        "for _, field in ipairs({ 'vperm', 'unitskip' }) do\n"
+        "  local on = 0\n"
+        "  for _, c in ipairs(tun) do\n"
+        "    if c.tuning[field] then\n"
+        "      on = on + 1\n"
+        "      assert(c.functional.dir == 'fwd' and c.tuning.pipeline == 'wgmma', c.name)\n"
+        "      assert(c.name:match('_' .. field .. '_') or c.name:match('_' .. field .. '$'), c.name)\n"
+        "      local off = c.name:gsub('_' .. field, '')\n"
+        "      assert(names[off] or pruned[off], c.name .. ' has no twin without ' .. field .. ' in the tuning set')\n"
+        "    elseif c.functional.dir == 'fwd' and c.tuning.pipeline == 'wgmma' then\n"
+        "      local twin = with(c, field)\n"
+        "      assert(names[twin] or pruned[twin], c.name .. ' has no ' .. field .. ' twin (' .. twin .. ') in the tuning set')\n"
+        "    else\n"
+        "      assert(not c.name:match('_' .. field), c.name)\n"
+        "    end\n"
+        "  end\n"
+        "  assert(on > 0, 'no ' .. field .. ' instance in the tuning set')\n"
+        "end\n"
         "for _, c in ipairs(enumerate.run({ registry = reg, profile = 'default', targets = { 'sm_90a' }, hdims = hd }).instances) do\n"
-        "  assert(not c.tuning.vperm, 'the shipping tiles turn vperm on: ' .. c.name)\n"
+        "  assert(not c.tuning.vperm and not c.tuning.unitskip, 'the shipping tiles turn vperm or unitskip on: ' .. c.name)\n"
         "end\n");
 }
 

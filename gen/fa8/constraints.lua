@@ -330,6 +330,14 @@ M.predicates = {
       end
       return true
     end },
+  { name = "unitskip_wgmma_fwd", fn = function(cfg)
+      -- the vote guards the wgmma forward's O rescale (templates/cuda/fwd_wgmma.cu.tpl, Consumer::rescale_o)
+      local t, f = cfg.tuning, cfg.functional
+      if t.unitskip and (t.pipeline ~= "wgmma" or f.dir ~= "fwd") then
+        return false, ("unitskip is a wgmma forward option, not for a %s %s instance"):format(t.pipeline, f.dir)
+      end
+      return true
+    end },
   { name = "wave_size", fn = function(cfg)
       -- the HIP kernels are written for wave64 (MFMA fragments span 64 lanes)
       local tg = cfg.target

@@ -67,6 +67,7 @@ local function template_env(c)
     DQK = f.hdim_qk or f.hdim, DV = f.hdim_v or f.hdim,
     BM = t.block_m, BN = t.block_n,
     VPERM = t.vperm and 1 or 0,   -- templates/cuda/fwd_wgmma: V^t's keys permuted in shared memory (schema.lua)
+    UNITSKIP = t.unitskip and 1 or 0,   -- templates/cuda/fwd_wgmma: O's unit rescales skipped by a warp vote
     -- preprocessor switches must be literals: enum constants read as 0 inside #if
     MODE_STALE = f.delta == "stale" and 1 or 0, MODE_DOHAT = f.delta == "dohat" and 1 or 0,
     MODE_MATCHED = f.delta == "matched" and 1 or 0, MODE_SPLIT = f.delta == "split" and 1 or 0,

@@ -1,14 +1,14 @@
 -- Canonical instance names: decodable, C-identifier safe, one per config. The name is the file name, the
 -- symbol prefix, the tuned-table key and the test name at once.
 --
---   fa8_<dir>_<tag>_<fmt>[x<fmt_grad>]_<geometry>_<functional flags>_m<BM>n<BN>_w<W>s<S>[_vperm][_<pipeline>]
+--   fa8_<dir>_<tag>_<fmt>[x<fmt_grad>]_<geometry>_<functional flags>_m<BM>n<BN>_w<W>s<S>[_vperm][_unitskip][_<pipeline>]
 --
 --   quant : geometry d<D>,          flags <intype>[_pt]
 --   fwd   : geometry d<QK>v<V>,     flags <layout>_<causal|full>[_split][_pt]
 --   delta : geometry d<QK>v<V>,     flags <layout>_<causal|full>_<stale|dohat|matched|split>[_pt]
 --   bwd   : geometry d<QK>v<V>,     flags <layout>_<causal|full>[_pt]
--- The pipeline token is omitted when it is the target's first (preferred) pipeline; vperm (schema.lua) appears
--- only when on.
+-- The pipeline token is omitted when it is the target's first (preferred) pipeline; vperm and unitskip (schema.lua)
+-- appear only when on.
 local schema = require("fa8.schema")
 local targets = require("fa8.targets")
 
@@ -36,6 +36,7 @@ function M.encode(cfg)
   parts[#parts + 1] = ("m%dn%d"):format(t.block_m, t.block_n)
   parts[#parts + 1] = ("w%ds%d"):format(t.warps, t.stages)
   if t.vperm then parts[#parts + 1] = "vperm" end
+  if t.unitskip then parts[#parts + 1] = "unitskip" end
   if t.pipeline ~= tg.pipelines[1] then parts[#parts + 1] = t.pipeline end
   return table.concat(parts, "_")
 end
@@ -106,12 +107,14 @@ function M.decode(name, reg)
   t.block_m, t.block_n, t.warps, t.stages = tonumber(bm), tonumber(bn), tonumber(w), tonumber(s)
   t.vperm = peek() == "vperm"
   if t.vperm then i = i + 1 end
+  t.unitskip = peek() == "unitskip"
+  if t.unitskip then i = i + 1 end
   t.pipeline = target.pipelines[1]
   if peek() then
     t.pipeline = take("pipeline")
     if t.pipeline == target.pipelines[1] then bad(name, "the default pipeline is never spelled out") end
     if schema.enum_index("pipeline", t.pipeline) == nil then
-      bad(name, ("unexpected token '%s' after w<W>s<S> (only vperm and a pipeline may follow: %s)"):format(t.pipeline,
+      bad(name, ("unexpected token '%s' after w<W>s<S> (only vperm, unitskip and a pipeline may follow: %s)"):format(t.pipeline,
         table.concat(schema.enums.pipeline.values, ", ")))
     end
     -- a pipeline the target lacks names no instance (encode would print it, enumeration never makes it)

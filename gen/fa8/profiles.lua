@@ -2,8 +2,9 @@
 --   minimal : one tile per (format, geometry) for CI, few geometries
 --   default : the shipping set, every head geometry
 --   tuning  : the autotuner's candidate set (several tiles per key; pruned by constraints before building)
--- Tiles are {block_m, block_n, warps, stages, dmin = , dmax = , vperm = } per (pipeline, direction); dmin/dmax
--- restrict a tile to head dims (the larger of qk and v) in that range, vperm is the tuning field (schema.lua).
+-- Tiles are {block_m, block_n, warps, stages, dmin = , dmax = , vperm = , unitskip = } per (pipeline, direction);
+-- dmin/dmax restrict a tile to head dims (the larger of qk and v) in that range, vperm and unitskip are the tuning
+-- fields of those names (schema.lua).
 -- Profiles with `first_fit` keep, per functional key, only the first tile that passes every constraint (one
 -- instance per key: the shipping set); `tuning` keeps all.
 local schema = require("fa8.schema")
@@ -25,8 +26,8 @@ local tiles = {
     -- 128x64x2 6.89, tune/reports/2026-11-30-h200-fwd-tiles.md); 128x64 is the fallback. The wgmma backward: up to d128 each consumer warpgroup owns
     -- 64 keys (dK and dV of them in registers); above, one 64-key tile per CTA whose head dim the two consumer
     -- warpgroups split (bwd_wgmma_wide: 64 keys x d/2 of dK and of dV each)
-    -- The shipping tiles leave vperm (schema.lua) off: the tuned table turns it on where it was timed faster
-    -- (up to d128; d256 ran 8-10 % slower with it), so a default is always a tile every sweep has timed.
+    -- The shipping tiles leave vperm and unitskip (schema.lua) off: the tuned table turns them on where timed faster
+    -- (vperm up to d128; d256 ran 8-10 % slower with it), so a default is always a tile every sweep has timed.
     wgmma  = { quant = { { 64, 64, 4, 1 } }, fwd = { { 128, 128, 12, 2, dmax = 128 }, { 128, 128, 12, 3, dmin = 129 },
                                                   { 128, 64, 12, 2, dmin = 129 } },
                bwd = { { 64, 128, 12, 2, dmax = 128 }, { 64, 64, 12, 2, dmin = 129 } } },
@@ -67,6 +68,11 @@ do
   for i = 1, #fwd do
     local t = fwd[i]
     fwd[#fwd + 1] = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, vperm = true }
+  end
+  -- and each of those also with unitskip (schema.lua): the vote's effect on the schedule is per tile and geometry
+  for i = 1, #fwd do
+    local t = fwd[i]
+    fwd[#fwd + 1] = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, vperm = t.vperm, unitskip = true }
   end
 end
 tiles.minimal = tiles.default

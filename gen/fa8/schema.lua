@@ -46,7 +46,11 @@ M.functional_fields = {
 -- into the order of P's accumulator registers, so P^ (and split's R^) reach the PV wgmma as A fragments without
 -- quad shuffles. It pays where the fragments per V byte are many (d <= 128, split) and loses where V is wide
 -- (d256: the permute pass costs more than the shuffles it saves): a tuning choice, timed by `fa8 tune`.
-M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline", "vperm" }
+-- unitskip (wgmma forward only): O's per-tile rescale sits behind a warp vote that skips it where the factor is
+-- exactly 1 for all of a warp's rows (no row's max rose, the tile's V scale equal to the previous one). The codes are
+-- bit-identical either way; the vote changes ptxas's schedule of the whole key-tile step, by -4 to +5 % depending
+-- on geometry and scales (bench/NOTES.md, v27), so the tuner decides.
+M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline", "vperm", "unitskip" }
 
 -- Fixed numerics conventions a forward produces and a backward bundle consumes (docs/numerics.md).
 -- A bundle whose parts disagree on any of these is refused by bundle.lua.
@@ -131,6 +135,9 @@ function M.check(cfg, where)
   check_posint(where, "stages", t.stages)
   check_enum(where, "pipeline", t.pipeline)
   if type(t.vperm) ~= "boolean" then fail(where, ("vperm must be true or false, got %s"):format(tostring(t.vperm))) end
+  if type(t.unitskip) ~= "boolean" then
+    fail(where, ("unitskip must be true or false, got %s"):format(tostring(t.unitskip)))
+  end
   return cfg
 end
 

@@ -46,12 +46,11 @@ constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUME
  * cores busy. */
 constexpr bool SERIAL_GEMMS = CONSUMERS == 3 && DV / 2 + BN / 2 + (SPLIT ? BN / 4 : BN / 8) + 24 > CONSUMER_REGS;
 static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxnreg: consumers claim more than the producer frees");
-/* O's rescale behind a warp vote that skips unit factors (Consumer::rescale_o), where same-call A/Bs at S=8K on the
- * H200 measured it faster (bench/NOTES.md, v27): the standard d128 forward on three warpgroups, -2.0 % with 128-row
- * amax scales, -4.0 % with power-of-two ones. Elsewhere the vote's branch cost more than the skips saved: d64
- * +4.7 % (amax), +3.0 % (per-tensor), +2.6 % (power-of-two); d256 +1.0 % (amax; -1.6 % power-of-two); split d128
- * +2.0 %. A tuning field would let the tuner choose it per geometry (bench/NOTES.md, thirty-ninth session). */
-constexpr bool SKIP_UNIT_RESCALE = !SPLIT && CONSUMERS == 3 && DQK == 128 && DV == 128;
+/* the config's unitskip (gen/fa8/schema.lua): O's rescale behind a warp vote that skips unit factors
+ * (Consumer::rescale_o). Bit-identical either way, but the vote's branch moves ptxas's schedule of the whole step:
+ * same-call A/Bs at S=8K (bench/NOTES.md, v27) measured the standard d128 three-warpgroup forward -2.0 % (128-row
+ * amax scales) and -4.0 % (power-of-two), and d64 +4.7 %, d256 +1.0 %, split d128 +2.0 %: the tuner decides. */
+constexpr bool SKIP_UNIT_RESCALE = $(UNITSKIP == 1 and "true" or "false");
 
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
   uint8_t q[QCH][BM * FA8_CHUNK];
