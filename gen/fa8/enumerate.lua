@@ -364,6 +364,10 @@ function M.run(opts)
       if kept[b.fwd.name] and kept[b.delta.name] and kept[b.bwd.name] then bkeep[#bkeep + 1] = b end
     end
     result.bundles = bkeep
+    -- a tuned row can only dispatch to an instance the build keeps (the registry points at it)
+    local tkeep = {}
+    for _, row in ipairs(result.tuned) do if kept[row.instance] then tkeep[#tkeep + 1] = row end end
+    result.tuned = tkeep
   end
   if #result.instances == 0 then
     -- when the constraints pruned everything, say why (`fa8 list --rejected` cannot: it fails here too)
