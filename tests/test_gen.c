@@ -1362,6 +1362,60 @@ Test(gen, committed_tuned_tables_build) {
         "end\n");
 }
 
+/* tune/merge.lua: a sweep's rows replace the committed rows of the same target, SM count, key and bucket (all of
+ * them), everything else stays line for line, the new rows go last under the --note lines, and the result parses;
+ * bad input (usage, a malformed table, a missing file) is refused naming it, and nothing is written then. */
+Test(gen, tune_merge_script) {
+    LUA_OK(
+        "local script = q(ROOT .. '/tune/merge.lua')\n"
+        "local function sh(args)\n"
+        "  local p = assert(io.popen('lua5.4 ' .. script .. ' ' .. args .. ' 2>&1', 'r'))\n"
+        "  local out = p:read('a'); local _, how, code = p:close()\n"
+        "  return out, how == 'exit' and code or -1\n"
+        "end\n"
+        "local tuned = require('fa8.tuned')\n"
+        "local H = table.concat(tuned.columns, ',') .. '\\n'\n"
+        "local function row(key, bucket, inst, us) return ('sm_90a,132,H200,%s,%s,%s,%s,,,,,,c,13.0,580,d\\n'):format(key, bucket, inst, us) end\n"
+        "local K1, K2 = 'fa8_fwd_e4m3_d128v128_gqa_full', 'fa8_fwd_e4m3_d64v64_gqa_full'\n"
+        "local I1, I2 = 'fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m192n128_w16s3_vperm', 'fa8_fwd_sm90a_e4m3_d64v64_gqa_full_m192n128_w16s3_vperm'\n"
+        "local old = '# header comment\\n' .. H .. '# block A\\n' .. row(K1, 's8192_bh64', I1, '2500') .. row(K1, 's8192_bh64', I1 .. '_x', '2600')\n"
+        "  .. row(K2, 's8192_bh64', I2, '2000') .. '# block B\\n' .. row(K1, 's2048_bh64', I1, '240') .. '\\n'\n"
+        "local new = '# fa8 tune\\n' .. H .. row(K1, 's8192_bh64', I1 .. '_unitskip', '2440') .. row(K1, 's4096_bh64', I1 .. '_unitskip', '700')\n"
+        "local T, N, O = TMP .. '/merge-old.csv', TMP .. '/merge-new.csv', TMP .. '/merge-out.csv'\n"
+        "for p, t in pairs({ [T] = old, [N] = new }) do local f = assert(io.open(p, 'w')); f:write(t); f:close() end\n"
+        "local out, code = sh(q(T) .. ' ' .. q(N) .. ' --note ' .. q('rows from the unitskip sweep') .. ' --out ' .. q(O))\n"
+        "assert(code == 0, out)\n"
+        "assert(has(out, 'replaced ' .. K1 .. ' s8192_bh64: ' .. I1 .. ' (2500.0 us), ' .. I1 .. '_x (2600.0 us) -> ' .. I1 .. '_unitskip (2440.0 us)'), out)\n"
+        "assert(has(out, 'added ' .. K1 .. ' s4096_bh64: (none) -> ' .. I1 .. '_unitskip (700.0 us)'), out)\n"
+        "local f = assert(io.open(O)); local got = f:read('a'); f:close()\n"
+        "local want = '# header comment\\n' .. H .. '# block A\\n' .. row(K2, 's8192_bh64', I2, '2000') .. '# block B\\n'\n"
+        "  .. row(K1, 's2048_bh64', I1, '240') .. '# rows from the unitskip sweep\\n' .. row(K1, 's8192_bh64', I1 .. '_unitskip', '2440')\n"
+        "  .. row(K1, 's4096_bh64', I1 .. '_unitskip', '700')\n"
+        "assert(got == want, got)\n"
+        "assert(#tuned.parse(O, got) == 4)\n"
+        "-- without --out the table is rewritten in place\n"
+        "out, code = sh(q(T) .. ' ' .. q(N))\n"
+        "f = assert(io.open(T)); got = f:read('a'); f:close()\n"
+        "assert(code == 0 and has(got, I1 .. '_unitskip') and not has(got, I1 .. '_x'), out)\n"
+        "-- bad input: nothing written, the culprit named\n"
+        "out, code = sh(q(T))\n"
+        "assert(code == 2 and has(out, 'usage') and has(out, '1 file argument'), out)\n"
+        "out, code = sh(q(T) .. ' ' .. q(N) .. ' --frobnicate')\n"
+        "assert(code == 2 and has(out, \"unknown option '--frobnicate'\"), out)\n"
+        "out, code = sh(q(T) .. ' ' .. q(N) .. ' --note')\n"
+        "assert(code == 2 and has(out, '--note needs a value'), out)\n"
+        "local bad = TMP .. '/merge-bad.csv'\n"
+        "f = assert(io.open(bad, 'w')); f:write(H .. 'sm_90a,x\\n'); f:close()\n"
+        "out, code = sh(q(T) .. ' ' .. q(bad) .. ' --out ' .. q(TMP .. '/merge-none.csv'))\n"
+        "assert(code == 1 and has(out, 'merge-bad.csv:2'), out)\n"
+        "assert(io.open(TMP .. '/merge-none.csv') == nil, 'a refused merge wrote its output')\n"
+        "out, code = sh(q(T) .. ' ' .. q(TMP .. '/merge-missing.csv'))\n"
+        "assert(code == 1 and has(out, 'merge-missing.csv'), out)\n"
+        "f = assert(io.open(bad, 'w')); f:write('# only a comment\\n' .. H); f:close()\n"
+        "out, code = sh(q(T) .. ' ' .. q(bad))\n"
+        "assert(code == 1 and has(out, 'no rows to merge'), out)\n");
+}
+
 /* tune/gain-vs-default.lua: bad input gets a clear error (usage; an unknown argument; a malformed table names file:line; a missing cache
  * names its path), and on the committed H200 table and cache every row finds the shipping choice's time. */
 Test(gen, gain_vs_default_script) {
