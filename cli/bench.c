@@ -5,9 +5,11 @@
  * then its backward, once), so that the GPU's clock and power drift during a call falls on every mode alike:
  * timed one mode after another, the same forward kernel measured 3-6 % slower as the second mode than as the
  * first on the H200 (bench/NOTES.md, 2026-12-01), which biased every Delta-Matching cost line.
- * Each mode's forward is then also timed alone ("fwd_alone_ms"): warm-up, then back-to-back forwards, each between
- * its own events, as bench/run.py times torch SDPA and cuDNN's FP8 SDPA, so a forward can be set beside theirs
- * under one protocol. The rounds' forward ("fwd_ms") runs in the backwards' power state, as in training. */
+ * The forwards are then also timed alone ("fwd_alone_ms"): warm-up, then back-to-back forwards with no backward
+ * between them, each between its own events, as bench/run.py times torch SDPA and cuDNN's FP8 SDPA, so a forward
+ * can be set beside theirs under one protocol. These run in rounds too (each round every mode's forward once):
+ * timed one mode after another, the same d256 kernel read 4.43, then 4.96 ms as the second mode at the power cap
+ * (bench/results/2026-12-04-h200-unitskip-final). The rounds' forward ("fwd_ms") follows a backward each time. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,7 +93,7 @@ int cli_bench(int argc, char **argv) {
     k[n].ws = NULL; k[n].wsb = 0;
     if (fa8_dispatch(&k[n].p, &dn[n]) != FA8_OK) { fprintf(stderr, "fa8 bench: %s: %s\n", tok, fa8_last_error()); rc = 1; }
   }
-  /* t[(2 n + i) * reps + r]: mode i's forward alone, after the rounds */
+  /* t[(2 n + i) * reps + r]: mode i's forward alone in round r, after the forward-and-backward rounds */
   double *t = rc ? NULL : malloc(sizeof(double) * 3 * (size_t)n * (size_t)reps);
   if (!rc && !t) { fprintf(stderr, "fa8 bench: out of memory\n"); rc = 1; }
   /* t[(2 i + dir) * reps + r]: mode i, forward (dir 0) or backward (1), round r; a backward follows its own forward */
@@ -106,10 +108,15 @@ int cli_bench(int argc, char **argv) {
         t[(2 * i + 1) * reps + r] = tb;
       }
     }
-  for (int i = 0; i < n && !rc; ++i)
-    if (h_gpu_times_ms(fwd, &k[i], WARMUP_ROUNDS, reps, &t[(2 * n + i) * reps])) {
-      fprintf(stderr, "fa8 bench: %s alone: %s\n", names[i], fa8_last_error());
-      rc = 1;
+  for (int r = -WARMUP_ROUNDS; r < reps && !rc; ++r)
+    for (int i = 0; i < n && !rc; ++i) {
+      double ta;
+      if (h_gpu_times_ms(fwd, &k[i], 0, 1, &ta)) {
+        fprintf(stderr, "fa8 bench: %s alone: %s\n", names[i], fa8_last_error());
+        rc = 1;
+      } else if (r >= 0) {
+        t[(2 * n + i) * reps + r] = ta;
+      }
     }
   for (int i = 0; i < n && !rc; ++i) {
     const double tf = median_ms(&t[(2 * i) * reps], reps), tb = median_ms(&t[(2 * i + 1) * reps], reps);
