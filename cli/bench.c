@@ -26,6 +26,24 @@ static int cmp_double(const void *a, const void *b) {
   const double x = *(const double *)a, y = *(const double *)b;
   return (x > y) - (x < y);
 }
+/* WARMUP_ROUNDS, then `reps` timed rounds; each round runs every mode's forward once, with_bwd: each followed by
+ * its backward. Mode i's round-r forward goes to tf[2 i reps + r] (with_bwd: its backward to tb[2 i reps + r];
+ * without, the forwards alone to tf[i reps + r]). 0 ok, 1 after a failed call (named on stderr). */
+static int time_rounds(call *k, const char **names, int n, int reps, int with_bwd, double *tf, double *tb) {
+  const int stride = with_bwd ? 2 : 1;
+  for (int r = -WARMUP_ROUNDS; r < reps; ++r)
+    for (int i = 0; i < n; ++i) {
+      double f, b;
+      if (h_gpu_times_ms(fwd, &k[i], 0, 1, &f) || (with_bwd && h_gpu_times_ms(bwd, &k[i], 0, 1, &b))) {
+        fprintf(stderr, "fa8 bench: %s%s: %s\n", names[i], with_bwd ? "" : " alone", fa8_last_error());
+        return 1;
+      }
+      if (r < 0) continue;
+      tf[stride * i * reps + r] = f;
+      if (with_bwd) tb[stride * i * reps + r] = b;
+    }
+  return 0;
+}
 static double median_ms(double *x, int n) {   /* sorts x */
   qsort(x, (size_t)n, sizeof *x, cmp_double);
   return x[n / 2];
@@ -97,30 +115,11 @@ int cli_bench(int argc, char **argv) {
   double *t = rc ? NULL : malloc(sizeof(double) * 3 * (size_t)n * (size_t)reps);
   if (!rc && !t) { fprintf(stderr, "fa8 bench: out of memory\n"); rc = 1; }
   /* t[(2 i + dir) * reps + r]: mode i, forward (dir 0) or backward (1), round r; a backward follows its own forward */
-  for (int r = -WARMUP_ROUNDS; r < reps && !rc; ++r)
-    for (int i = 0; i < n && !rc; ++i) {
-      double tf, tb;
-      if (h_gpu_times_ms(fwd, &k[i], 0, 1, &tf) || h_gpu_times_ms(bwd, &k[i], 0, 1, &tb)) {
-        fprintf(stderr, "fa8 bench: %s: %s\n", names[i], fa8_last_error());
-        rc = 1;
-      } else if (r >= 0) {
-        t[(2 * i) * reps + r] = tf;
-        t[(2 * i + 1) * reps + r] = tb;
-      }
-    }
-  for (int r = -WARMUP_ROUNDS; r < reps && !rc; ++r)
-    for (int i = 0; i < n && !rc; ++i) {
-      double ta;
-      if (h_gpu_times_ms(fwd, &k[i], 0, 1, &ta)) {
-        fprintf(stderr, "fa8 bench: %s alone: %s\n", names[i], fa8_last_error());
-        rc = 1;
-      } else if (r >= 0) {
-        t[(2 * n + i) * reps + r] = ta;
-      }
-    }
+  if (!rc) rc = time_rounds(k, names, n, reps, 1, t, t + reps);
+  if (!rc) rc = time_rounds(k, names, n, reps, 0, t + 2 * (size_t)n * reps, NULL);
   for (int i = 0; i < n && !rc; ++i) {
     const double tf = median_ms(&t[(2 * i) * reps], reps), tb = median_ms(&t[(2 * i + 1) * reps], reps);
-    const double ta = median_ms(&t[(2 * n + i) * reps], reps);
+    const double ta = median_ms(&t[(2 * n + i) * reps], reps);   /* the forwards alone */
     printf("{\"system\": \"fa8-%s\", \"B\": %d, \"H\": %d, \"Hkv\": %d, \"S\": %d, \"dqk\": %d, \"dv\": %d, \"causal\": %s, "
            "\"scale_rows\": %d, \"pow2_scales\": %s, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, "
            "\"fwd_alone_ms\": %.4f, \"fwd_alone_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",

@@ -209,6 +209,17 @@ local function head_dims(f)
 end
 
 -- Named predicates. Order matters only for the first reason reported.
+-- A predicate for a boolean tuning field only the wgmma forward implements (named <field>_wgmma_fwd).
+local function wgmma_fwd_option(field)
+  return { name = field .. "_wgmma_fwd", fn = function(cfg)
+      local t, f = cfg.tuning, cfg.functional
+      if t[field] and (t.pipeline ~= "wgmma" or f.dir ~= "fwd") then
+        return false, ("%s is a wgmma forward option, not for a %s %s instance"):format(field, t.pipeline, f.dir)
+      end
+      return true
+    end }
+end
+
 M.predicates = {
   { name = "pipeline_on_target", fn = function(cfg)
       for _, p in ipairs(cfg.target.pipelines) do if p == cfg.tuning.pipeline then return true end end
@@ -322,22 +333,10 @@ M.predicates = {
       end
       return true
     end },
-  { name = "vperm_wgmma_fwd", fn = function(cfg)
-      -- only the wgmma forward has the spare producer warps and the register A operand vperm serves
-      local t, f = cfg.tuning, cfg.functional
-      if t.vperm and (t.pipeline ~= "wgmma" or f.dir ~= "fwd") then
-        return false, ("vperm is a wgmma forward option, not for a %s %s instance"):format(t.pipeline, f.dir)
-      end
-      return true
-    end },
-  { name = "unitskip_wgmma_fwd", fn = function(cfg)
-      -- the vote guards the wgmma forward's O rescale (templates/cuda/fwd_wgmma.cu.tpl, Consumer::rescale_o)
-      local t, f = cfg.tuning, cfg.functional
-      if t.unitskip and (t.pipeline ~= "wgmma" or f.dir ~= "fwd") then
-        return false, ("unitskip is a wgmma forward option, not for a %s %s instance"):format(t.pipeline, f.dir)
-      end
-      return true
-    end },
+  -- only the wgmma forward has the spare producer warps and the register A operand vperm serves
+  wgmma_fwd_option("vperm"),
+  -- the vote guards the wgmma forward's O rescale (templates/cuda/fwd_wgmma.cu.tpl, Consumer::rescale_o)
+  wgmma_fwd_option("unitskip"),
   { name = "wave_size", fn = function(cfg)
       -- the HIP kernels are written for wave64 (MFMA fragments span 64 lanes)
       local tg = cfg.target

@@ -62,17 +62,17 @@ local tiles = {
   },
 }
 -- every wgmma forward tile of the tuning set also with vperm (schema.lua): whether the permute pass pays
--- depends on the head dim and variant, so the tuner times both
+-- depends on the head dim and variant; and each of those also with unitskip: the vote's effect on the schedule
+-- is per tile and geometry. The tuner times every combination.
 do
   local fwd = tiles.tuning.wgmma.fwd
-  for i = 1, #fwd do
-    local t = fwd[i]
-    fwd[#fwd + 1] = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, vperm = true }
-  end
-  -- and each of those also with unitskip (schema.lua): the vote's effect on the schedule is per tile and geometry
-  for i = 1, #fwd do
-    local t = fwd[i]
-    fwd[#fwd + 1] = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, vperm = t.vperm, unitskip = true }
+  for _, field in ipairs({ "vperm", "unitskip" }) do
+    for i = 1, #fwd do
+      local t = fwd[i]
+      local twin = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, vperm = t.vperm, unitskip = t.unitskip }
+      twin[field] = true
+      fwd[#fwd + 1] = twin
+    end
   end
 end
 tiles.minimal = tiles.default

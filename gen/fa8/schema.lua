@@ -134,9 +134,8 @@ function M.check(cfg, where)
   check_posint(where, "warps", t.warps)
   check_posint(where, "stages", t.stages)
   check_enum(where, "pipeline", t.pipeline)
-  if type(t.vperm) ~= "boolean" then fail(where, ("vperm must be true or false, got %s"):format(tostring(t.vperm))) end
-  if type(t.unitskip) ~= "boolean" then
-    fail(where, ("unitskip must be true or false, got %s"):format(tostring(t.unitskip)))
+  for _, k in ipairs({ "vperm", "unitskip" }) do
+    if type(t[k]) ~= "boolean" then fail(where, ("%s must be true or false, got %s"):format(k, tostring(t[k]))) end
   end
   return cfg
 end
