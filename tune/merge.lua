@@ -60,19 +60,21 @@ for _, r in ipairs(old_rows) do
   if incoming[id] then drop[r.line] = true; replaced[id] = replaced[id] or {}; table.insert(replaced[id], r) end
 end
 
-local lines, ln = {}, 0
-for line in (old_text .. (old_text:sub(-1) == "\n" and "" or "\n")):gmatch("([^\n]*)\n") do
-  ln = ln + 1
+-- a text's lines, numbered as the parser numbers them (a last line without its newline included)
+local function lines_of(text)
+  local out = {}
+  for line in (text .. (text:sub(-1) == "\n" and "" or "\n")):gmatch("([^\n]*)\n") do out[#out + 1] = line end
+  return out
+end
+local lines = {}
+for ln, line in ipairs(lines_of(old_text)) do
   if not drop[ln] then lines[#lines + 1] = line end
 end
 while #lines > 0 and lines[#lines]:match("^%s*$") do lines[#lines] = nil end
 for _, n in ipairs(notes) do lines[#lines + 1] = "# " .. n end
 -- the new rows as NEW spells them (its own data lines, in its order)
-local new_lines, nln = {}, 0
-for line in (new_text .. (new_text:sub(-1) == "\n" and "" or "\n")):gmatch("([^\n]*)\n") do
-  nln = nln + 1
-  new_lines[nln] = line:gsub("\r$", "")
-end
+local new_lines = lines_of(new_text)
+for n, line in ipairs(new_lines) do new_lines[n] = line:gsub("\r$", "") end
 for _, id in ipairs(order) do
   for _, r in ipairs(incoming[id]) do lines[#lines + 1] = new_lines[r.line] end
 end
