@@ -28,7 +28,7 @@ check() {   # check NAME WANT_RC PATTERN -- COMMAND...
     echo "ok   $name"
   fi
 }
-for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks final-run; do
+for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks final-run ncu-kernel; do
   [ -f "$ROOT/tools/device/$s" ] && check "bash -n $s" 0 "" -- bash -n "$ROOT/tools/device/$s"
 done
 
@@ -87,7 +87,7 @@ cp "$ROOT/tools/device/gpu-clocks" "$A/tools/device/"; printf '#!/bin/sh\n' > "$
 cat > "$A/tools/device/h200-run" <<'STUB'
 #!/bin/bash
 mkdir -p "$AB_BUILD/cli" "$OUT"
-printf '#!/bin/sh\nsleep 1; echo "{\\"fwd_ms\\": 1.5, \\"bwd_ms\\": 2.5}"\n' > "$AB_BUILD/cli/fa8"; chmod +x "$AB_BUILD/cli/fa8"
+printf '#!/bin/sh\nsleep 1; echo "{\\"fwd_ms\\": 1.5, \\"bwd_ms\\": 2.5, \\"knob\\": \\"${KNOB:-unset}\\", \\"args\\": \\"$*\\"}"\n' > "$AB_BUILD/cli/fa8"; chmod +x "$AB_BUILD/cli/fa8"
 sleep 1; echo '{"rc": 0}' > "$OUT/summary.json"; echo '{"rc": 0, "seconds": 1}'
 STUB
 abrun() { env -C "$A" PATH="$T/nobin:$PATH" OUT="$T/about" AB_STAGE="$T/abstage" AB_BUILD="$T/abbuild" AB_KEEP="$T/abkeep" "$@"; }
@@ -96,6 +96,10 @@ check "ab-patch: every variant benched" 0 "round 2 p2 \[S2\]: \"fwd_ms\": 1.5 \"
 check "ab-patch: the tree restored" 0 "^a$" -- cat "$A/f"
 check "ab-patch: results packed" 0 "inter-p1.jsonl" -- tar tzf "$T/about/ab.tgz"
 check "ab-patch: rounds listed beside" 0 "round 1 base \[S1\]" -- cat "$T/about/ab-rounds.txt"
+# a set's leading NAME=VALUE words are its runs' environment, not fa8 bench arguments
+check "ab-patch: sets with an environment benched" 0 "round 1 p1 \[KNOB=7 S3\]" -- abrun bash "$ROOT/tools/device/ab-patch" c 'S1;KNOB=7 S3' 1 p1.patch
+check "ab-patch: a set's environment" 0 '"knob": "7", "args": "bench S3"' -- tar xzOf "$T/about/ab.tgz" ./inter-p1.jsonl
+check "ab-patch: other sets without it" 0 '"knob": "unset", "args": "bench S1"' -- tar xzOf "$T/about/ab.tgz" ./inter-p1.jsonl
 check "ab-patch: a deadline skips builds" 0 "deadline: p1 not built" -- abrun env AB_DEADLINE_S=8 bash "$ROOT/tools/device/ab-patch" c 'S1;S2' 9 p1.patch p2.patch
 check "ab-patch: a deadline stops the rounds" 0 "deadline: stopped after round [1-6] of 9" -- cat "$T/about/ab-rounds.txt"
 
@@ -142,6 +146,13 @@ if command -v python3 > /dev/null; then
   check "ncu-regions: missing input" 1 "cannot read $T/none.csv" -- python3 "$ROOT/tools/device/ncu-regions" "$T/none.csv"
   check "ncu-regions: not a source page" 1 "is not an ncu source page" -- python3 "$ROOT/tools/device/ncu-regions" "$T/k.sass"
 fi
+# ncu-kernel with a stub ncu (prints its environment knob and arguments): a bad kernel name is refused; the set's
+# NAME=VALUE words reach ncu's environment, not fa8 bench's arguments
+mkdir -p "$T/ncubin"
+printf '#!/bin/sh\necho "ncu KNOB=${KNOB:-unset} $*"\n' > "$T/ncubin/ncu"; chmod +x "$T/ncubin/ncu"
+check "ncu-kernel: refuses a kernel name" 2 "KERNEL must be fwd, delta or bwd, got 'quant'" -- bash "$ROOT/tools/device/ncu-kernel" /x/fa8 "$T/ncu" quant '--seqlen 64'
+check "ncu-kernel: runs" 0 "" -- env PATH="$T/ncubin:$PATH" bash "$ROOT/tools/device/ncu-kernel" /x/fa8 "$T/ncu" bwd 'KNOB=3 --seqlen 64 --causal'
+check "ncu-kernel: the set's environment and arguments" 0 "ncu KNOB=3 .*-k regex:\^bwd_kernel\\$ .* /x/fa8 bench --seqlen 64 --causal --reps 1$" -- cat "$T/ncu/bwd.csv"
 # gpu-clocks: four samples under load (three of them power-capped; the last one by its power only, as a burst reads
 # between utilization's windows) and one idle; a fake nvidia-smi for start/stop
 cat > "$T/clk.csv" <<'CSV'
