@@ -196,7 +196,7 @@ static int list_dir(const char *dir, char **names, int max) {
     "  tile = tile or { 64, 64, 1, 1 }\n"                                                                \
     "  local c = { functional = f, target = tg, tuning = { block_m = tile[1], block_n = tile[2],\n"       \
     "    warps = tile[3], stages = tile[4], pipeline = pipe or tg.pipelines[1], vperm = tile.vperm == true,\n" \
-    "    unitskip = tile.unitskip == true } }\n"                                                          \
+    "    unitskip = tile.unitskip == true, qheads = tile.qheads or 0 } }\n"                             \
     "  schema.check(c)   -- crafted configs are well-formed: only the predicate under test objects\n"    \
     "  c.name = naming.encode(c)\n"                                                                      \
     "  return c\n"                                                                                       \
@@ -360,6 +360,13 @@ Test(gen, predicates_reject_and_accept) {
         "rejects('unitskip_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 64, 64, 4, 2, unitskip = true }, 'mma'), 'mma fwd')\n"
         "rejects('unitskip_wgmma_fwd', mk('cpu', 'fwd', { d = 64 }, { 64, 64, 1, 1, unitskip = true }), 'scalar fwd')\n"
         "accepts('unitskip_wgmma_fwd', mk('sm_90a', 'fwd', { d = 128 }, { 192, 128, 16, 3, vperm = true, unitskip = true }, 'wgmma'))\n"
+        "-- qheads: the causal wgmma backward's grid, with head groups (an MHA instance's group is one head)\n"
+        "rejects('qheads_wgmma_bwd_causal', mk('sm_90a', 'bwd', { d = 128 }, { 64, 128, 12, 2, qheads = 4 }, 'wgmma'), 'qheads 4', 'non-causal')\n"
+        "rejects('qheads_wgmma_bwd_causal', mk('sm_90a', 'bwd', { d = 128, causal = true, layout = 'mha' }, { 64, 128, 12, 2, qheads = 2 }, 'wgmma'), 'causal mha')\n"
+        "rejects('qheads_wgmma_bwd_causal', mk('sm_90a', 'bwd', { d = 128, causal = true }, { 64, 64, 8, 1, qheads = 4 }, 'mma'), 'mma causal gqa bwd')\n"
+        "rejects('qheads_wgmma_bwd_causal', mk('sm_90a', 'fwd', { d = 128, causal = true }, { 128, 128, 12, 2, qheads = 4 }, 'wgmma'), 'fwd')\n"
+        "accepts('qheads_wgmma_bwd_causal', mk('sm_90a', 'bwd', { d = 128, causal = true }, { 64, 128, 12, 2, qheads = 4 }, 'wgmma'))\n"
+        "accepts('qheads_wgmma_bwd_causal', mk('sm_90a', 'bwd', { hdim_qk = 192, hdim_v = 128, layout = 'mla', causal = true }, { 64, 64, 12, 2, qheads = 2 }, 'wgmma'))\n"
         "-- HIP (templates/hip): LDS as the kernels lay it out, 32 rows per wave, wave64\n"
         "local fnuz, fnuz_g = { d = 128, fmt = 'e4m3fnuz' }, { d = 128, fmt = 'e4m3fnuz', fmt_grad = 'e4m3fnuz' }\n"
         "-- the backward keeps its tiles resident where they fit (d128 64x32: 58136 B) and streams the query side\n"
@@ -427,7 +434,7 @@ Test(gen, profiles_emit_only_valid_instances) {
 /* `fa8 list --rejected`: one line per pruned config, "NAME  predicate: reason". */
 Test(gen, cli_rejected_lists_reasons) {
     static const char *preds[] = {"pipeline_on_target", "fmt_supported", "hdim_limits", "hdim_divides_mma_k",
-                                  "tile_divides_mma", "warps_cover_tile", "wgmma_swizzle_chunks", "vperm_wgmma_fwd",
+                                  "tile_divides_mma", "warps_cover_tile", "wgmma_swizzle_chunks", "vperm_wgmma_fwd", "qheads_wgmma_bwd_causal",
                                   "threads_fit", "smem_fits", "regs_fit", "test_format_cpu_only"};
     proc p = fa8("list --target sm_90a,sm_89 --profile tuning --rejected");
     cr_assert_eq(p.code, 0, "exit %d: %s", p.code, p.err);
@@ -569,7 +576,25 @@ Test(gen, naming_decode_failures) {
         "rec.tuning.unitskip = 1\n"
         "expect_error(function() schema.check(rec, 'rec') end, 'rec', 'unitskip must be true or false', '1')\n"
         "rec.tuning.unitskip = nil\n"
-        "expect_error(function() schema.check(rec, 'rec') end, \"tuning lacks field 'unitskip'\")\n");
+        "expect_error(function() schema.check(rec, 'rec') end, \"tuning lacks field 'unitskip'\")\n"
+        "-- qheads: qh<N> after unitskip's place, before a pipeline; 0 (the whole group) is never spelled out\n"
+        "local qh = naming.decode('fa8_bwd_sm90a_e4m3_d128v128_gqa_causal_m64n128_w12s2_qh4', reg)\n"
+        "assert(qh.tuning.qheads == 4 and math.type(qh.tuning.qheads) == 'integer' and qh.functional.causal)\n"
+        "assert(naming.functional_key(qh) == 'fa8_bwd_e4m3_d128v128_gqa_causal', naming.functional_key(qh))   -- the same key as qh0's\n"
+        "assert(naming.encode(qh) == 'fa8_bwd_sm90a_e4m3_d128v128_gqa_causal_m64n128_w12s2_qh4')\n"
+        "assert(naming.decode('fa8_bwd_sm90a_e4m3_d128v128_gqa_causal_m64n128_w12s2', reg).tuning.qheads == 0)\n"
+        "assert(vp.tuning.qheads == 0 and us.tuning.qheads == 0)\n"
+        "bad('fa8_bwd_sm90a_e4m3_d128v128_gqa_causal_m64n128_w12s2_qh0', 'qh0 (the whole group) is never spelled out')\n"
+        "bad('fa8_bwd_sm90a_e4m3_d128v128_gqa_causal_m64n128_w12s2_qh4_qh2', \"unexpected token 'qh2'\")\n"
+        "bad('fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m192n128_w16s3_qh4_unitskip', \"unexpected token 'unitskip'\")\n"
+        "-- and it is required, a non-negative integer\n"
+        "rec = schema.copy(qh)\n"
+        "for _, v in ipairs({ -1, 1.5, 'four' }) do\n"
+        "  rec.tuning.qheads = v\n"
+        "  expect_error(function() schema.check(rec, 'rec') end, 'rec', 'qheads must be a non-negative integer', tostring(v))\n"
+        "end\n"
+        "rec.tuning.qheads = nil\n"
+        "expect_error(function() schema.check(rec, 'rec') end, \"tuning lacks field 'qheads'\")\n");
 }
 
 /* =================================================================================================== */
@@ -1521,6 +1546,43 @@ Test(gen, vperm_and_unitskip_only_on_wgmma_forwards) {
         "end\n"
         "for _, c in ipairs(enumerate.run({ registry = reg, profile = 'default', targets = { 'sm_90a' }, hdims = hd }).instances) do\n"
         "  assert(not c.tuning.vperm and not c.tuning.unitskip, 'the shipping tiles turn vperm or unitskip on: ' .. c.name)\n"
+        "end\n");
+}
+
+/* qheads (schema.lua): the tuning set times every causal wgmma backward with head groups with 4 and 2 query heads
+ * per CTA beside the whole group; each such backward has a bundle per delta mode, named apart, whose delta prep is
+ * the one of its tile without qheads (the field shapes the backward's grid only); nothing else carries it. */
+Test(gen, qheads_only_on_causal_wgmma_backwards) {
+    LUA_OK(
+        "local hd = { { 64, 64 }, { 128, 128 }, { 192, 128 } }\n"
+        "local res = enumerate.run({ registry = reg, profile = 'tuning', targets = { 'sm_90a' }, hdims = hd })\n"
+        "local names, on = {}, 0\n"
+        "for _, c in ipairs(res.instances) do names[c.name] = c end\n"
+        "for _, c in ipairs(res.instances) do\n"
+        "  local f, t = c.functional, c.tuning\n"
+        "  if t.qheads > 0 then\n"
+        "    on = on + 1\n"
+        "    assert(f.dir == 'bwd' and t.pipeline == 'wgmma' and f.causal and f.layout ~= 'mha', c.name)\n"
+        "    assert(c.name:match('_qh' .. t.qheads .. '$'), c.name)\n"
+        "    assert(names[c.name:gsub('_qh%d+$', '')], c.name .. ' has no twin without qheads')\n"
+        "  elseif f.dir == 'bwd' and t.pipeline == 'wgmma' and f.causal and f.layout ~= 'mha' then\n"
+        "    for _, q in ipairs({ 4, 2 }) do assert(names[c.name .. '_qh' .. q], c.name .. ' has no qh' .. q .. ' twin') end\n"
+        "  end\n"
+        "end\n"
+        "assert(on >= 6, 'qheads twins: ' .. on)\n"
+        "local per = {}\n"
+        "for _, b in ipairs(res.bundles) do\n"
+        "  assert(b.delta.tuning.qheads == 0 and b.fwd.tuning.qheads == 0, b.name)\n"
+        "  if b.bwd.tuning.qheads > 0 then\n"
+        "    assert(b.name:match('_qh' .. b.bwd.tuning.qheads .. '$'), b.name)\n"
+        "    per[b.bwd.name] = (per[b.bwd.name] or 0) + 1\n"
+        "  end\n"
+        "end\n"
+        "for n, c in pairs(names) do\n"
+        "  if c.tuning.qheads > 0 then assert(per[n] == 4, n .. ' has ' .. tostring(per[n]) .. ' bundles, not one per delta mode') end\n"
+        "end\n"
+        "for _, c in ipairs(enumerate.run({ registry = reg, profile = 'default', targets = { 'sm_90a' }, hdims = hd }).instances) do\n"
+        "  assert(c.tuning.qheads == 0, 'a shipping tile sets qheads: ' .. c.name)\n"
         "end\n");
 }
 

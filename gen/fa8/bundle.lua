@@ -70,7 +70,11 @@ end
 -- Build the bundle for one delta mode from configs; name it after the delta instance.
 function M.make(fwd, delta, bwd)
   local b = { fwd = fwd, delta = delta, bwd = bwd, mode = delta.functional.delta }
-  b.name = naming.encode(delta):gsub("^fa8_delta_", "fa8_bundle_", 1)
+  -- named by its delta prep, plus the backward's qheads (bundles of one prep differ in that only)
+  local t = {}
+  for k, v in pairs(delta.tuning) do t[k] = v end
+  t.qheads = bwd.tuning.qheads
+  b.name = naming.encode({ functional = delta.functional, tuning = t, target = delta.target }):gsub("^fa8_delta_", "fa8_bundle_", 1)
   return M.check(b)
 end
 

@@ -337,6 +337,18 @@ M.predicates = {
   wgmma_fwd_option("vperm"),
   -- the vote guards the wgmma forward's O rescale (templates/cuda/fwd_wgmma.cu.tpl, Consumer::rescale_o)
   wgmma_fwd_option("unitskip"),
+  -- query heads per CTA: the causal wgmma backward's grid (templates/cuda/bwd_wgmma*.cu.tpl); a non-causal grid
+  -- keeps its CTAs in step (every key tile has the same length), the other pipelines walk the whole group, and an
+  -- MHA instance's group is one head
+  { name = "qheads_wgmma_bwd_causal", fn = function(cfg)
+      local t, f = cfg.tuning, cfg.functional
+      if (t.qheads or 0) == 0 then return true end
+      if t.pipeline ~= "wgmma" or f.dir ~= "bwd" or not f.causal or f.layout == "mha" then
+        return false, ("qheads %d is an option of causal wgmma backwards with head groups, not of a %s %s %s %s instance")
+          :format(t.qheads, t.pipeline, f.causal and "causal" or "non-causal", f.layout or "-", f.dir)
+      end
+      return true
+    end },
   { name = "wave_size", fn = function(cfg)
       -- the HIP kernels are written for wave64 (MFMA fragments span 64 lanes)
       local tg = cfg.target

@@ -47,8 +47,10 @@ local function cfg(dir, target, functional, tile, pipeline)
   functional.dir = dir
   return {
     functional = functional,
+    -- qheads shapes the backward's grid only: a backward tile's delta prep is the one of its tile without it
     tuning = { block_m = tile[1], block_n = tile[2], warps = tile[3], stages = tile[4], pipeline = pipeline,
-               vperm = tile.vperm == true, unitskip = tile.unitskip == true },
+               vperm = tile.vperm == true, unitskip = tile.unitskip == true,
+               qheads = dir == "bwd" and tile.qheads or 0 },
     target = target,
   }
 end
@@ -100,7 +102,7 @@ local function default_tile_rank(c)
   local hd = math.max(f.hdim_qk or f.hdim or 0, f.hdim_v or f.hdim or 0)
   for i, d in ipairs(profiles.tiles("default", t.pipeline, f.dir, hd)) do
     if d[1] == t.block_m and d[2] == t.block_n and d[3] == t.warps and d[4] == t.stages and (d.vperm == true) == t.vperm
-        and (d.unitskip == true) == t.unitskip then
+        and (d.unitskip == true) == t.unitskip and (d.qheads or 0) == t.qheads then
       return i
     end
   end
@@ -113,7 +115,8 @@ local function sort_key(c)
     c.target.name, DIR_RANK[f.dir], f.fmt, f.fmt_grad or "", ("%03d"):format(f.hdim_qk or f.hdim),
     ("%03d"):format(f.hdim_v or f.hdim), f.causal and 1 or 0, f.variant or "", f.delta or "", f.intype or "",
     LAYOUT_RANK[f.layout] or 0, SCALE_RANK[f.scale], ("%02d"):format(default_tile_rank(c)), pipeline_rank(c),
-    ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages), t.vperm and 1 or 0, t.unitskip and 1 or 0, t.pipeline,
+    ("%04d%04d%03d%02d"):format(t.block_m, t.block_n, t.warps, t.stages), t.vperm and 1 or 0, t.unitskip and 1 or 0,
+    ("%02d"):format(t.qheads), t.pipeline,
   }, "|")
 end
 

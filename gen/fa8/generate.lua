@@ -68,6 +68,7 @@ local function template_env(c)
     BM = t.block_m, BN = t.block_n,
     VPERM = t.vperm and 1 or 0,   -- templates/cuda/fwd_wgmma: V^t's keys permuted in shared memory (schema.lua)
     UNITSKIP = t.unitskip and 1 or 0,   -- templates/cuda/fwd_wgmma: O's unit rescales skipped by a warp vote
+    QHEADS = t.qheads or 0,   -- templates/cuda/bwd_wgmma*: query heads per CTA of a causal GQA grid (0: the group)
     -- preprocessor switches must be literals: enum constants read as 0 inside #if
     MODE_STALE = f.delta == "stale" and 1 or 0, MODE_DOHAT = f.delta == "dohat" and 1 or 0,
     MODE_MATCHED = f.delta == "matched" and 1 or 0, MODE_SPLIT = f.delta == "split" and 1 or 0,

@@ -1,7 +1,7 @@
 -- Canonical instance names: decodable, C-identifier safe, one per config. The name is the file name, the
 -- symbol prefix, the tuned-table key and the test name at once.
 --
---   fa8_<dir>_<tag>_<fmt>[x<fmt_grad>]_<geometry>_<functional flags>_m<BM>n<BN>_w<W>s<S>[_vperm][_unitskip][_<pipeline>]
+--   fa8_<dir>_<tag>_<fmt>[x<fmt_grad>]_<geometry>_<functional flags>_m<BM>n<BN>_w<W>s<S>[_vperm][_unitskip][_qh<N>][_<pipeline>]
 --
 --   quant : geometry d<D>,          flags <intype>[_pt]
 --   fwd   : geometry d<QK>v<V>,     flags <layout>_<causal|full>[_split][_pt]
@@ -37,6 +37,7 @@ function M.encode(cfg)
   parts[#parts + 1] = ("w%ds%d"):format(t.warps, t.stages)
   if t.vperm then parts[#parts + 1] = "vperm" end
   if t.unitskip then parts[#parts + 1] = "unitskip" end
+  if (t.qheads or 0) > 0 then parts[#parts + 1] = ("qh%d"):format(t.qheads) end
   if t.pipeline ~= tg.pipelines[1] then parts[#parts + 1] = t.pipeline end
   return table.concat(parts, "_")
 end
@@ -109,12 +110,19 @@ function M.decode(name, reg)
   if t.vperm then i = i + 1 end
   t.unitskip = peek() == "unitskip"
   if t.unitskip then i = i + 1 end
+  t.qheads = 0
+  local qh = peek() and peek():match("^qh(%d+)$")
+  if qh then
+    t.qheads = math.tointeger(tonumber(qh))
+    if t.qheads == 0 then bad(name, "qh0 (the whole group) is never spelled out") end
+    i = i + 1
+  end
   t.pipeline = target.pipelines[1]
   if peek() then
     t.pipeline = take("pipeline")
     if t.pipeline == target.pipelines[1] then bad(name, "the default pipeline is never spelled out") end
     if schema.enum_index("pipeline", t.pipeline) == nil then
-      bad(name, ("unexpected token '%s' after w<W>s<S> (only vperm, unitskip and a pipeline may follow: %s)"):format(t.pipeline,
+      bad(name, ("unexpected token '%s' after w<W>s<S> (only vperm, unitskip, qh<N> and a pipeline may follow: %s)"):format(t.pipeline,
         table.concat(schema.enums.pipeline.values, ", ")))
     end
     -- a pipeline the target lacks names no instance (encode would print it, enumeration never makes it)

@@ -37,6 +37,7 @@ M.desc_fields = {
   { "fa8_pipeline", "pipeline", function(c) return enum_c("pipeline", c.tuning.pipeline) end },
   { "int32_t", "vperm", function(c) return c.tuning.vperm and "1" or "0" end },
   { "int32_t", "unitskip", function(c) return c.tuning.unitskip and "1" or "0" end },
+  { "int32_t", "qheads", function(c) return tostring(c.tuning.qheads or 0) end },
   { "int32_t", "smem_bytes", function(c) return tostring(c.resources.smem_bytes) end },
   { "int32_t", "regs_est", function(c) return tostring(c.resources.regs) end },
   { "fa8_lse_convention", "lse", function() return enum_c("lse", schema.conventions.lse) end },

@@ -2,8 +2,8 @@
 --   minimal : one tile per (format, geometry) for CI, few geometries
 --   default : the shipping set, every head geometry
 --   tuning  : the autotuner's candidate set (several tiles per key; pruned by constraints before building)
--- Tiles are {block_m, block_n, warps, stages, dmin = , dmax = , vperm = , unitskip = } per (pipeline, direction);
--- dmin/dmax restrict a tile to head dims (the larger of qk and v) in that range, vperm and unitskip are the tuning
+-- Tiles are {block_m, block_n, warps, stages, dmin = , dmax = , vperm = , unitskip = , qheads = } per (pipeline, direction);
+-- dmin/dmax restrict a tile to head dims (the larger of qk and v) in that range, vperm, unitskip and qheads are the tuning
 -- fields of those names (schema.lua).
 -- Profiles with `first_fit` keep, per functional key, only the first tile that passes every constraint (one
 -- instance per key: the shipping set); `tuning` keeps all.
@@ -72,6 +72,17 @@ do
       local twin = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, vperm = t.vperm, unitskip = t.unitskip }
       twin[field] = true
       fwd[#fwd + 1] = twin
+    end
+  end
+end
+-- every wgmma backward tile also with 4 and 2 query heads per CTA (qheads, schema.lua; causal instances only, the
+-- constraints drop the non-causal twins): whether the L2 reuse it buys outweighs its dK/dV atomics is per geometry
+do
+  local bwd = tiles.tuning.wgmma.bwd
+  for i = 1, #bwd do
+    local t = bwd[i]
+    for _, q in ipairs({ 4, 2 }) do
+      bwd[#bwd + 1] = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, qheads = q }
     end
   end
 end

@@ -50,7 +50,12 @@ M.functional_fields = {
 -- exactly 1 for all of a warp's rows (no row's max rose, the tile's V scale equal to the previous one). The codes are
 -- bit-identical either way; the vote changes ptxas's schedule of the whole key-tile step, by -4 to +5 % depending
 -- on geometry and scales (bench/NOTES.md, v27), so the tuner decides.
-M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline", "vperm", "unitskip" }
+-- qheads (wgmma backward, causal only): the query heads one CTA of a GQA grid carries (0: the whole group, one CTA per
+-- kv head and key tile; n: the largest divisor of the group not above n, the CTAs of a key tile adding their dK/dV
+-- shares). A CTA walking 8 query heads drifts away from its neighbours (a causal key tile's length per head differs
+-- by tile), so the grid's query-side working set outgrows L2 (ncu, d128 S=8K: L2 hit 83 % against 93-95 % with 2
+-- or 4 heads, bench/NOTES.md v29); fewer heads per CTA cost dK/dV atomics. The tuner decides.
+M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline", "vperm", "unitskip", "qheads" }
 
 -- Fixed numerics conventions a forward produces and a backward bundle consumes (docs/numerics.md).
 -- A bundle whose parts disagree on any of these is refused by bundle.lua.
@@ -136,6 +141,9 @@ function M.check(cfg, where)
   check_enum(where, "pipeline", t.pipeline)
   for _, k in ipairs({ "vperm", "unitskip" }) do
     if type(t[k]) ~= "boolean" then fail(where, ("%s must be true or false, got %s"):format(k, tostring(t[k]))) end
+  end
+  if math.type(t.qheads) ~= "integer" or t.qheads < 0 then
+    fail(where, ("qheads must be a non-negative integer (0: the whole group), got %s"):format(tostring(t.qheads)))
   end
   return cfg
 end

@@ -6,7 +6,8 @@
  * group, 64-query tile) Q, dO, Q^t, dO^t into a STAGES-deep ring (TMA, 64-byte swizzle) and the tile's row data
  * (scales, LSE, delta). Each consumer warpgroup owns 64 keys: S^t = K Q^t and dP^t = V dO^t (shared with the
  * matched delta prep: fa8_cuda_sm90_bwd.cuh), dS^t, then dV += P^t dO^ and dK += dS^t Q^ from registers, and
- * its share of the columns of dQ = dS^ K^ with dS^ written to shared memory as the A operand. */
+ * its share of the columns of dQ = dS^ K^ with dS^ written to shared memory as the A operand. With qheads (causal
+ * GQA), a (kv head, key tile) is split over CTAs of fewer query heads each (fa8_bwd_head_split). */
 % local ty = FMT == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local tg = FMT_GRAD == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local function dregs(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = "%" .. i end return table.concat(t, ", ") end
@@ -19,6 +20,9 @@ constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warp
 constexpr int CONSUMERS = WARPS / 4 - 1, NQ = $(NQ);
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");
+/* the config's qheads: at most that many query heads per CTA of a causal grid (0: the group; schema.lua) */
+constexpr int QHEADS = $(QHEADS);
+constexpr bool HEAD_SPLIT = CAUSAL && QHEADS > 0;
 constexpr float P_SCALE = $(P_SCALE), P_SCALE_LOG2 = $(P_SCALE_LOG2);
 constexpr int QCH = DQK / FA8_CHUNK, VCH = DV / FA8_CHUNK, KCH = BN / FA8_CHUNK;
 static_assert(BM == 64, "the query tile is the N of the S^t recomputation (64)");
@@ -54,6 +58,7 @@ struct Params {
   fa8_bwd_args a;
   fa8_bwd_maps m;        /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
   fa8_tail_split split;  /* non-causal: the last wave's key tiles split over query chunks (fa8_cuda_sm90.cuh) */
+  int hsplit;            /* HEAD_SPLIT: CTAs per (kv head, key tile), group / hsplit query heads each */
 };
 
 /* dS^ into shared memory as [query][key] (dQ's K-major A operand, 64-byte swizzle), from the A fragments of dK's
@@ -225,8 +230,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
   int n0, kh, b;
   if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
-    int rank;
-    fa8_lpt_tile(rank, kh, b);
+    int rank, u;
+    fa8_lpt_tile(rank, u, b);
+    kh = HEAD_SPLIT ? u / prm.hsplit : u;
     n0 = rank * BN;
   } else {        /* a 1-D grid, key tile fastest; its last CTAs may be chunks of split key tiles */
     int chunk;
@@ -245,6 +251,14 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   /* the part [lo, hi) of the (query head, query tile) sequence this CTA runs: all of it but in a split key tile's
    * chunk (fa8_tail_split); formed inside each role, like query_tiles */
   auto seq_range = [&](int total, int &lo, int &hi) {
+    if (HEAD_SPLIT) {   /* this CTA's query heads of the group */
+      int rank, u, bb;
+      fa8_lpt_tile(rank, u, bb);
+      const int sub = fa8_after_fork(u % prm.hsplit), per = total / prm.hsplit;
+      lo = per * sub;
+      hi = lo + per;
+      return;
+    }
     int chunk;
     fa8_tail_split_tile(prm.split, chunk);
     fa8_tail_split_range(prm.split, fa8_after_fork(chunk), total, lo, hi);
@@ -525,8 +539,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     fa8_named_sync(4 + cw, 128);
     if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
   }
-  /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_tail_split) */
-  if (blockIdx.x < prm.split.first) {
+  /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_tail_split) or its query
+   * heads' (HEAD_SPLIT) */
+  if (blockIdx.x < prm.split.first && !(HEAD_SPLIT && prm.hsplit > 1)) {
     store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
     store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
   } else {
@@ -539,7 +554,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 }
 }  // namespace
 
-/* Zeroes dQ (accumulated with atomics), then runs the backward. */
+/* Zeroes dQ (accumulated with atomics) and, where CTAs add them, dK and dV, then runs the backward. */
 extern "C" int $(name)_launch(const void *args, void *stream) {
   Params prm;
   prm.a = *(const fa8_bwd_args *)args;
@@ -552,9 +567,15 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
   const int nkt = (a.Sk + BN - 1) / BN;
+  prm.hsplit = 1;
   if (CAUSAL) {
     prm.split = { INT_MAX, 1 };
-    kernel<<<dim3(nkt, a.Hkv, a.B), WARPS * 32, smem, st>>>(prm);
+    if constexpr (HEAD_SPLIT) {   /* (if constexpr: no zeroing kernel in the other instances' objects) */
+      prm.hsplit = fa8_bwd_head_split(a.H / a.Hkv, QHEADS, a.Hkv);
+      if (prm.hsplit > 1)
+        if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, st)) return e;
+    }
+    kernel<<<dim3(nkt, a.Hkv * prm.hsplit, a.B), WARPS * 32, smem, st>>>(prm);
   } else {
     const int64_t tiles = (int64_t)nkt * a.Hkv * a.B;
     if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one CTA per key tile, kv head, batch */

@@ -29,6 +29,9 @@ constexpr int NK = $(NK), NV = $(NV);     /* dK (and dQ), dV columns per consume
 constexpr int QW = BM / 2;                /* query columns of S^t / dP^t per consumer warpgroup */
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");
+/* the config's qheads: at most that many query heads per CTA of a causal grid (0: the group; schema.lua) */
+constexpr int QHEADS = $(QHEADS);
+constexpr bool HEAD_SPLIT = CAUSAL && QHEADS > 0;
 constexpr float P_SCALE = $(P_SCALE), P_SCALE_LOG2 = $(P_SCALE_LOG2);
 constexpr int QCH = DQK / FA8_CHUNK, VCH = DV / FA8_CHUNK;
 static_assert(BM == 64 && BN == 64 && CONSUMERS == 2, "one 64 x 64 tile, two consumer warpgroups splitting it");
@@ -59,6 +62,7 @@ struct Params {
   fa8_bwd_args a;
   fa8_bwd_maps m;   /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
   int group;        /* query heads per kv head */
+  int hsplit;       /* HEAD_SPLIT: CTAs per (kv head, key tile), group / hsplit query heads each */
 };
 
 /* d (64 keys x N) += A (smem, K-major [key][query]) B (smem, K-major [column][query]), one k-step of 32 queries:
@@ -158,10 +162,17 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
   int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
   if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
-    int rank;
-    fa8_lpt_tile(rank, kh, b);
+    int rank, u;
+    fa8_lpt_tile(rank, u, b);
+    kh = HEAD_SPLIT ? u / prm.hsplit : u;
     n0 = rank * BN;
   }
+  /* HEAD_SPLIT: this CTA's query heads of the group, [h0, h0 + group / hsplit); formed inside each role */
+  auto first_head = [&]() {
+    int rank, u, bb;
+    fa8_lpt_tile(rank, u, bb);
+    return fa8_after_fork(u % prm.hsplit) * (prm.group / prm.hsplit);
+  };
   const int diag = a.Sk - a.Sq;
   /* the first query tile and the tiles per head, formed inside each role: a value live across setmaxnreg was
    * spilled (4 bytes, d=64 in bwd_wgmma; m_first here, d192x128) */
@@ -204,7 +215,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, kh, n0), a.softmax_scale * FA8_LOG2E);
     int it = 0;
     /* the head loop reads its bounds from the kernel parameters (constant bank, reloaded for free) */
-    for (int hg = 0; hg < prm.group; ++hg)
+    const int h0 = HEAD_SPLIT ? first_head() : 0;
+    for (int hg = h0; hg < (HEAD_SPLIT ? h0 + prm.group / prm.hsplit : prm.group); ++hg)
       for (int mt = 0, m_first = first_query(), ntiles = query_tiles(m_first); mt < ntiles; ++mt, ++it) {
         const int h = kh * prm.group + hg, st = it % STAGES, m0 = m_first + mt * BM;
         if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
@@ -257,7 +269,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   fa8_mbar_wait(&s.kv_full, 0);
 
   int it = 0;
-  for (int hg = 0; hg < prm.group; ++hg)
+  const int h0 = HEAD_SPLIT ? first_head() : 0;
+  for (int hg = h0; hg < (HEAD_SPLIT ? h0 + prm.group / prm.hsplit : prm.group); ++hg)
     for (int mt = 0, m_first = first_query(), ntiles = query_tiles(m_first); mt < ntiles; ++mt, ++it) {
       const int h = kh * prm.group + hg, st = it % STAGES, ts = it % TSTAGES, m0 = m_first + mt * BM;
       fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
@@ -343,7 +356,23 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
       else fa8_dq_add<NK>(a, prm.m.dq_vec, b, h, m0, cw * NK, dq, up * ks_tile * c);
     }
   if (dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
-  /* dK, dV of the tile's keys, this warpgroup's columns: this CTA owns them */
+  /* dK, dV of the tile's keys, this warpgroup's columns: this CTA owns them, or adds its query heads' share
+   * (HEAD_SPLIT) */
+  if (HEAD_SPLIT && prm.hsplit > 1) {
+#pragma unroll
+    for (int i = 0; i < NK / 2; ++i) {
+      const int kr = key0 + 8 * ((i >> 1) & 1);
+      if (kr < a.Sk)
+        atomicAdd((float *)a.dk.ptr + (int64_t)b * a.dk.sb + (int64_t)kr * a.dk.ss + (int64_t)kh * a.dk.sh + cw * NK + fa8_acc_col(i), dk[i] * fk_prev);
+    }
+#pragma unroll
+    for (int i = 0; i < NV / 2; ++i) {
+      const int kr = key0 + 8 * ((i >> 1) & 1);
+      if (kr < a.Sk)
+        atomicAdd((float *)a.dv.ptr + (int64_t)b * a.dv.sb + (int64_t)kr * a.dv.ss + (int64_t)kh * a.dv.sh + cw * NV + fa8_acc_col(i), dv[i] * fv_prev);
+    }
+    return;
+  }
 #pragma unroll
   for (int i = 0; i < NK / 2; ++i) {
     const int kr = key0 + 8 * ((i >> 1) & 1);
@@ -359,7 +388,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
 }
 }  // namespace
 
-/* Zeroes dQ (accumulated by TMA reduce or atomics), then runs the backward. */
+/* Zeroes dQ (accumulated by TMA reduce or atomics) and, where CTAs add them, dK and dV, then runs the backward. */
 extern "C" int $(name)_launch(const void *args, void *stream) {
   Params prm;
   prm.a = *(const fa8_bwd_args *)args;
@@ -372,7 +401,13 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
-  kernel<<<dim3((a.Sk + BN - 1) / BN, a.Hkv, a.B), WARPS * 32, smem, st>>>(prm);
+  prm.hsplit = 1;
+  if constexpr (HEAD_SPLIT) {   /* (if constexpr: no zeroing kernel in the other instances' objects) */
+    prm.hsplit = fa8_bwd_head_split(prm.group, QHEADS, a.Hkv);
+    if (prm.hsplit > 1)
+      if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, st)) return e;
+  }
+  kernel<<<dim3((a.Sk + BN - 1) / BN, a.Hkv * prm.hsplit, a.B), WARPS * 32, smem, st>>>(prm);
   return (int)cudaGetLastError();
 }
 

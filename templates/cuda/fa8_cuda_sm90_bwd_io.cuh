@@ -158,6 +158,23 @@ static __global__ void fa8_zero_split_tiles(fa8_ten dk, fa8_ten dv, int first, i
     ((float *)t.ptr)[(int64_t)b * t.sb + (int64_t)(kt * BN + r) * t.ss + (int64_t)kh * t.sh + (c < DK ? c : c - DK)] = 0.0f;
   }
 }
+/* ---- query heads per CTA of a causal GQA grid (the config's qheads, gen/fa8/schema.lua) ----
+ * The CTAs each (kv head, key tile) gets: 1 for qheads 0 (the whole group) or a group of at most qheads; else the
+ * group over its largest divisor not above qheads. With more than one, the CTAs add their dK/dV shares with FP32
+ * atomics into rows zeroed first (fa8_bwd_zero_keys), like a split tail's chunks. */
+static inline int fa8_bwd_head_split(int group, int qheads, int hkv) {
+  if (qheads <= 0 || qheads >= group) return 1;
+  int q = qheads;
+  while (group % q) --q;
+  return (int64_t)hkv * (group / q) <= 65535 ? group / q : 1;   /* the grid's y: kv heads x CTAs per head */
+}
+/* zeroes every dK and dV row (one block per key tile), before CTAs add to them */
+template <int BN, int DK, int DV>
+static inline int fa8_bwd_zero_keys(const fa8_bwd_args &a, cudaStream_t st) {
+  const int nkt = (a.Sk + BN - 1) / BN;
+  fa8_zero_split_tiles<BN, DK, DV><<<nkt * a.Hkv * a.B, 256, 0, st>>>(a.dk, a.dv, 0, nkt, a.Hkv, a.Sk);
+  return (int)cudaGetLastError();
+}
 /* the plan's launches: zero the split tiles' dK/dV rows (stream-ordered before the backward) */
 template <int BN, int DK, int DV>
 static inline int fa8_bwd_split_prepare(const fa8_tail_split &sp, const fa8_bwd_args &a, cudaStream_t st) {
