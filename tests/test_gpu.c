@@ -57,6 +57,10 @@ static geom GEOMS[] = {
   { "d64 gqa full 300x517 per-tensor", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 1, 0, 0 },
   { "d128 gqa full 1000 pow2", 1, 4, 2, 1000, 1000, 128, 128, 0, FA8_FMT_E4M3, 0, 0, 0, 1 },
   { "d256 mha causal 640 pow2", 1, 2, 2, 640, 640, 256, 256, 1, FA8_FMT_E4M3, 1, 0, 0, 1 },
+  /* groups larger than a qheads backward's CTA (gen/fa8/schema.lua): 6 heads over qh4 (3 a CTA) and qh2, 8 over the
+   * wide kernel's qh4 and qh2, so the CTAs of a key tile add their dK/dV shares */
+  { "d128 gqa causal 6/1 576", 1, 6, 1, 576, 576, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },
+  { "mla 192x128 causal 8/1 320", 1, 8, 1, 320, 320, 192, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },
 };
 
 static double rel(const float *a, const float *b, int64_t n) {
@@ -100,8 +104,16 @@ static void cpu_twin_kind(const char *gpu_name, const char *kind, char *out, siz
 
 static void cpu_twin(const char *gpu_delta, char *out, size_t n) { cpu_twin_kind(gpu_delta, "bundle", out, n); }
 
-/* The GPU bundle a delta instance belongs to: "fa8_delta_X" -> "fa8_bundle_X". */
-static void gpu_bundle(const char *gpu_delta, char *out, size_t n) { snprintf(out, n, "fa8_bundle_%s", gpu_delta + strlen("fa8_delta_")); }
+/* The GPU bundle of a delta prep and a backward (the bundles of one prep differ in their backward's qheads). */
+static void gpu_bundle(const char *gpu_delta, const char *gpu_bwd, char *out, size_t n) {
+  for (size_t i = 0; i < fa8_bundle_count; ++i)
+    if (!strcmp(fa8_bundles[i].delta->name, gpu_delta) && !strcmp(fa8_bundles[i].bwd->name, gpu_bwd)) {
+      snprintf(out, n, "%s", fa8_bundles[i].name);
+      return;
+    }
+  out[0] = '\0';
+  cr_assert_fail("no bundle of %s and %s in this build", gpu_delta, gpu_bwd);
+}
 
 static int is_portable(const char *instance) {
   const size_t len = strlen(instance);
@@ -251,7 +263,7 @@ static void run_geom(const geom *g, uint64_t seed) {
      * which the forward test below checks against its own twin) */
     char twin[256], bundle[256];
     cpu_twin(names.delta, twin, sizeof twin);
-    gpu_bundle(names.delta, bundle, sizeof bundle);
+    gpu_bundle(names.delta, names.bwd, bundle, sizeof bundle);
     /* V in finer blocks than a bundle forward's key tile: no bundle runs whole, so each call picks what fits */
     const int own_pick = g->v_rows > 0;
     c.cfg.p.instance = own_pick ? NULL : twin;
