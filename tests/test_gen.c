@@ -1473,7 +1473,7 @@ Test(gen, gain_vs_default_script) {
         "-- (except the d > 128 backwards, whose shipping default became the head-dim-split wgmma backward after the\n"
         "-- sweeps: no cache times it yet)\n"
         "local more = {}\n"
-        "for _, c in ipairs({ 'wgmma-bwd-v0', 'fwd-bn192', 'fwd-split', 'fwd-blocks', 'fwd-pertensor', 'fwd-vperm', 'fwd-vperm-split', 'fwd-vperm-pairs', 'fwd-vperm-pairs-split', 'fwd-vperm-pt', 'fwd-vperm-pt-split', 'fwd-retune', 'fwd-retune-split', 'fwd-retune-pt', 'fwd-3wg', 'fwd-3wg-pt', 'fwd-3wg-s3', 'fwd-3wg-split', 'fwd-s3-d64-mla', 'fwd-split-d64-mla', 'split-256-mla-s2k4k', 'fwd-unitskip', 'bwd-qheads' }) do more[#more + 1] = q(ROOT .. '/tune/cache/' .. c .. '.tsv') end\n"
+        "for _, c in ipairs({ 'wgmma-bwd-v0', 'fwd-bn192', 'fwd-split', 'fwd-blocks', 'fwd-pertensor', 'fwd-vperm', 'fwd-vperm-split', 'fwd-vperm-pairs', 'fwd-vperm-pairs-split', 'fwd-vperm-pt', 'fwd-vperm-pt-split', 'fwd-retune', 'fwd-retune-split', 'fwd-retune-pt', 'fwd-3wg', 'fwd-3wg-pt', 'fwd-3wg-s3', 'fwd-3wg-split', 'fwd-s3-d64-mla', 'fwd-split-d64-mla', 'split-256-mla-s2k4k', 'fwd-unitskip', 'bwd-qheads', 'bwd-qheads-64-256' }) do more[#more + 1] = q(ROOT .. '/tune/cache/' .. c .. '.tsv') end\n"
         "out, code = sh(T .. ' ' .. C .. ' ' .. table.concat(more, ' '))\n"
         "assert(code == 0 and has(out, 'Geometric-mean speed-up'), out)\n"
         "-- a per-tensor sweep's row is compared within its sweep: the 192-key tile against the default's per-tensor time\n"
