@@ -28,7 +28,7 @@ check() {   # check NAME WANT_RC PATTERN -- COMMAND...
     echo "ok   $name"
   fi
 }
-for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks final-run ncu-kernel; do
+for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks final-run ncu-kernel set-words; do
   [ -f "$ROOT/tools/device/$s" ] && check "bash -n $s" 0 "" -- bash -n "$ROOT/tools/device/$s"
 done
 

@@ -71,8 +71,7 @@ end
 function M.make(fwd, delta, bwd)
   local b = { fwd = fwd, delta = delta, bwd = bwd, mode = delta.functional.delta }
   -- named by its delta prep, plus the backward's qheads (bundles of one prep differ in that only)
-  local t = {}
-  for k, v in pairs(delta.tuning) do t[k] = v end
+  local t = schema.copy(delta.tuning)
   t.qheads = bwd.tuning.qheads
   b.name = naming.encode({ functional = delta.functional, tuning = t, target = delta.target }):gsub("^fa8_delta_", "fa8_bundle_", 1)
   return M.check(b)

@@ -54,7 +54,7 @@ M.functional_fields = {
 -- kv head and key tile; n: the largest divisor of the group not above n, the CTAs of a key tile adding their dK/dV
 -- shares). A CTA walking 8 query heads drifts away from its neighbours (a causal key tile's length per head differs
 -- by tile), so the grid's query-side working set outgrows L2 (ncu, d128 S=8K: L2 hit 83 % against 93-95 % with 2
--- or 4 heads, bench/NOTES.md v29); fewer heads per CTA cost dK/dV atomics. The tuner decides.
+-- or 4 heads, bench/NOTES.md backward v18); fewer heads per CTA cost dK/dV atomics. The tuner decides.
 M.tuning_fields = { "block_m", "block_n", "warps", "stages", "pipeline", "vperm", "unitskip", "qheads" }
 
 -- Fixed numerics conventions a forward produces and a backward bundle consumes (docs/numerics.md).

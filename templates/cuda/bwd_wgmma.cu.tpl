@@ -573,7 +573,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
     if constexpr (HEAD_SPLIT) {   /* (if constexpr: no zeroing kernel in the other instances' objects) */
       prm.hsplit = fa8_bwd_head_split(a.H / a.Hkv, QHEADS, a.Hkv);
       if (prm.hsplit > 1)
-        if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, st)) return e;
+        if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, 0, st)) return e;
     }
     kernel<<<dim3(nkt, a.Hkv * prm.hsplit, a.B), WARPS * 32, smem, st>>>(prm);
   } else {

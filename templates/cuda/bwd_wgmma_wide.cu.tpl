@@ -358,6 +358,8 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   if (dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
   /* dK, dV of the tile's keys, this warpgroup's columns: this CTA owns them, or adds its query heads' share
    * (HEAD_SPLIT) */
+  /* (the adding loops apart from the storing ones: one loop with a branch on `add` moved ptxas's instruction choice
+   * in the whole-group instances, whose SASS stays the measured one this way) */
   if (HEAD_SPLIT && prm.hsplit > 1) {
 #pragma unroll
     for (int i = 0; i < NK / 2; ++i) {
@@ -405,7 +407,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   if constexpr (HEAD_SPLIT) {   /* (if constexpr: no zeroing kernel in the other instances' objects) */
     prm.hsplit = fa8_bwd_head_split(prm.group, QHEADS, a.Hkv);
     if (prm.hsplit > 1)
-      if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, st)) return e;
+      if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, 0, st)) return e;
   }
   kernel<<<dim3((a.Sk + BN - 1) / BN, a.Hkv * prm.hsplit, a.B), WARPS * 32, smem, st>>>(prm);
   return (int)cudaGetLastError();

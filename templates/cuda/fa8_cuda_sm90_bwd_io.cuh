@@ -168,20 +168,19 @@ static inline int fa8_bwd_head_split(int group, int qheads, int hkv) {
   while (group % q) --q;
   return (int64_t)hkv * (group / q) <= 65535 ? group / q : 1;   /* the grid's y: kv heads x CTAs per head */
 }
-/* zeroes every dK and dV row (one block per key tile), before CTAs add to them */
+/* zeroes the dK and dV rows of the key tiles from linear index first on (one block per tile; first 0: all of them),
+ * stream-ordered before the CTAs that add to them */
 template <int BN, int DK, int DV>
-static inline int fa8_bwd_zero_keys(const fa8_bwd_args &a, cudaStream_t st) {
-  const int nkt = (a.Sk + BN - 1) / BN;
-  fa8_zero_split_tiles<BN, DK, DV><<<nkt * a.Hkv * a.B, 256, 0, st>>>(a.dk, a.dv, 0, nkt, a.Hkv, a.Sk);
+static inline int fa8_bwd_zero_keys(const fa8_bwd_args &a, int first, cudaStream_t st) {
+  const int nkt = (a.Sk + BN - 1) / BN, n = nkt * a.Hkv * a.B - first;
+  if (n <= 0) return 0;
+  fa8_zero_split_tiles<BN, DK, DV><<<n, 256, 0, st>>>(a.dk, a.dv, first, nkt, a.Hkv, a.Sk);
   return (int)cudaGetLastError();
 }
 /* the plan's launches: zero the split tiles' dK/dV rows (stream-ordered before the backward) */
 template <int BN, int DK, int DV>
 static inline int fa8_bwd_split_prepare(const fa8_tail_split &sp, const fa8_bwd_args &a, cudaStream_t st) {
-  const int nkt = (a.Sk + BN - 1) / BN, n = nkt * a.Hkv * a.B - sp.first;
-  if (sp.chunks < 2 || n <= 0) return 0;
-  fa8_zero_split_tiles<BN, DK, DV><<<n, 256, 0, st>>>(a.dk, a.dv, sp.first, nkt, a.Hkv, a.Sk);
-  return (int)cudaGetLastError();
+  return sp.chunks < 2 ? 0 : fa8_bwd_zero_keys<BN, DK, DV>(a, sp.first, st);
 }
 
 #endif
