@@ -151,6 +151,7 @@ fi
 mkdir -p "$T/ncubin"
 printf '#!/bin/sh\necho "ncu KNOB=${KNOB:-unset} $*"\n' > "$T/ncubin/ncu"; chmod +x "$T/ncubin/ncu"
 check "ncu-kernel: refuses a kernel name" 2 "KERNEL must be fwd, delta or bwd, got 'quant'" -- bash "$ROOT/tools/device/ncu-kernel" /x/fa8 "$T/ncu" quant '--seqlen 64'
+check "ncu-kernel: refuses a missing argument" 2 "usage: .*ncu-kernel FA8_EXE DIR KERNEL" -- bash "$ROOT/tools/device/ncu-kernel" /x/fa8 "$T/ncu" bwd
 check "ncu-kernel: runs" 0 "" -- env PATH="$T/ncubin:$PATH" bash "$ROOT/tools/device/ncu-kernel" /x/fa8 "$T/ncu" bwd 'KNOB=3 --seqlen 64 --causal'
 check "ncu-kernel: the set's environment and arguments" 0 "ncu KNOB=3 .*-k regex:\^bwd_kernel\\$ .* /x/fa8 bench --seqlen 64 --causal --reps 1$" -- cat "$T/ncu/bwd.csv"
 # gpu-clocks: four samples under load (three of them power-capped; the last one by its power only, as a burst reads
