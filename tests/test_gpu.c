@@ -58,7 +58,9 @@ static geom GEOMS[] = {
   { "d128 gqa full 1000 pow2", 1, 4, 2, 1000, 1000, 128, 128, 0, FA8_FMT_E4M3, 0, 0, 0, 1 },
   { "d256 mha causal 640 pow2", 1, 2, 2, 640, 640, 256, 256, 1, FA8_FMT_E4M3, 1, 0, 0, 1 },
   /* groups larger than a qheads backward's CTA (gen/fa8/schema.lua): 6 heads over qh4 (3 a CTA) and qh2, 8 over the
-   * wide kernel's qh4 and qh2, so the CTAs of a key tile add their dK/dV shares */
+   * wide kernel's qh4 and qh2, 8 over d64's qh4 and qh2 (d256's qh2 splits "d256 gqa causal 512"), so the CTAs of a
+   * key tile add their dK/dV shares */
+  { "d64 gqa causal 8/1 448", 1, 8, 1, 448, 448, 64, 64, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },
   { "d128 gqa causal 6/1 576", 1, 6, 1, 576, 576, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },
   { "mla 192x128 causal 8/1 320", 1, 8, 1, 320, 320, 192, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },
 };
