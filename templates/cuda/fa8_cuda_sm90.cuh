@@ -99,7 +99,9 @@ __device__ __forceinline__ void fa8_tma_prefetch_desc(const CUtensorMap *map) {
  * Where the last wave would run r <= SMs / 2 of them while the other SMs idle, those r tiles are split along their
  * sequence (the backward's (query head, query tile) items) into `chunks` CTAs each (r x chunks <= SMs); the kernel
  * joins their partial sums. B x H = 64, S = 8K, 128-key tiles: 4096 CTAs on 132 SMs are 31 full waves and 4 CTAs,
- * 3 % of the time, which become 4 x 33 chunks (measured: bench/results/2026-11-30-h200-ca7d0d5). The matched prep
+ * 3 % of the time, which become 4 x 33 chunks (measured: bench/results/2026-11-30-h200-ca7d0d5). A grid under one
+ * wave is all last wave and splits the same way: one kv head at S = 8K (tensor parallelism's 8/1) is 64 CTAs, 1.9x
+ * faster as 128 chunks, and 16/2 at S = 2K 2.9x (bench/results/2026-12-04-h200-small-grid-split). The matched prep
  * split the same way (key-tile chunks, partial sums joined by the last chunk in stream-ordered scratch) measured
  * 3-7 % slower and was not kept. Causal grids run longest first (fa8_lpt_tile): their last CTAs are the short ones,
  * so they are never split. */
@@ -117,8 +119,9 @@ static inline int fa8_tail_split_plan(fa8_tail_split &sp, int64_t tiles, int seq
   cudaError_t e = cudaGetDevice(&dev);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
   if (e != cudaSuccess) return (int)e;
-  const int64_t r = sms > 0 ? tiles % sms : 0;
-  if (tiles <= sms || r == 0) return 0;
+  /* a grid under one wave is all last wave: its tiles split too (B x Hkv = 1 x 1 at S=8K is 64 CTAs for 132 SMs) */
+  const int64_t r = sms <= 0 ? 0 : tiles < sms ? tiles : tiles % sms;
+  if (r == 0) return 0;
   const int64_t chunks = sms / r < seq ? sms / r : seq;
   if (chunks < 2) return 0;
   sp.first = (int)(tiles - r);
