@@ -1549,7 +1549,7 @@ Test(gen, vperm_and_unitskip_only_on_wgmma_forwards) {
         "end\n");
 }
 
-/* qheads (schema.lua): the tuning set times every causal wgmma backward with head groups with 4 and 2 query heads
+/* qheads (schema.lua): the tuning set times every causal wgmma backward with head groups with 4, 2 and 1 query heads
  * per CTA beside the whole group; each such backward has a bundle per delta mode, named apart, whose delta prep is
  * the one of its tile without qheads (the field shapes the backward's grid only); nothing else carries it. */
 Test(gen, qheads_only_on_causal_wgmma_backwards) {
@@ -1566,7 +1566,7 @@ Test(gen, qheads_only_on_causal_wgmma_backwards) {
         "    assert(c.name:match('_qh' .. t.qheads .. '$'), c.name)\n"
         "    assert(names[c.name:gsub('_qh%d+$', '')], c.name .. ' has no twin without qheads')\n"
         "  elseif f.dir == 'bwd' and t.pipeline == 'wgmma' and f.causal and f.layout ~= 'mha' then\n"
-        "    for _, q in ipairs({ 4, 2 }) do assert(names[c.name .. '_qh' .. q], c.name .. ' has no qh' .. q .. ' twin') end\n"
+        "    for _, q in ipairs({ 4, 2, 1 }) do assert(names[c.name .. '_qh' .. q], c.name .. ' has no qh' .. q .. ' twin') end\n"
         "  end\n"
         "end\n"
         "assert(on >= 6, 'qheads twins: ' .. on)\n"

@@ -75,13 +75,14 @@ do
     end
   end
 end
--- every wgmma backward tile also with 4 and 2 query heads per CTA (qheads, schema.lua; causal instances only, the
--- constraints drop the non-causal twins): whether the L2 reuse it buys outweighs its dK/dV atomics is per geometry
+-- every wgmma backward tile also with 4, 2 and 1 query heads per CTA (qheads, schema.lua; causal instances only, the
+-- constraints drop the non-causal twins): whether the L2 reuse and the CTAs it buys outweigh its dK/dV atomics is
+-- per geometry (one head a CTA wins where the grid is small: one kv head per GPU)
 do
   local bwd = tiles.tuning.wgmma.bwd
   for i = 1, #bwd do
     local t = bwd[i]
-    for _, q in ipairs({ 4, 2 }) do
+    for _, q in ipairs({ 4, 2, 1 }) do
       bwd[#bwd + 1] = { t[1], t[2], t[3], t[4], dmin = t.dmin, dmax = t.dmax, qheads = q }
     end
   end
