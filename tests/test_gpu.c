@@ -612,8 +612,9 @@ Test(gpu, backward_last_wave_split, .timeout = 600) {
 }
 
 /* A non-causal grid under one wave is all last wave: its tiles split too. 3 query heads over 1 kv head, 600 queries
- * and 700 keys: 6 key tiles of 128 (the last one a tail) on >= 12 SMs split into up to 30 chunks of 30 (query head,
- * query tile) items that cross heads and end on the query tail; every mode, held to the CPU twin and FP64. */
+ * and 700 keys: 6 key tiles of 128 (11 of 64 in the wide kernel of d > 128, the last one a tail) on >= 22 SMs split
+ * into chunks of 30 (query head, query tile) items that cross heads and end on the query tail; every mode, held to
+ * the CPU twin and FP64. */
 Test(gpu, backward_small_grid_split, .timeout = 600) {
   require_gpu();
   fa8_problem p;
@@ -622,11 +623,10 @@ Test(gpu, backward_small_grid_split, .timeout = 600) {
   const char *target = NULL, *name = NULL;
   int32_t sms = 0;
   cr_assert_eq(fa8_device_info(&p, &target, &sms, &name), FA8_OK, "%s", fa8_last_error());
-  const int tiles = 6, items = 3 * 10;
+  const int hd = small_hdim(), tiles = hd > 128 ? 11 : 6, items = 3 * 10;   /* 64-query tiles in both kernels */
   fprintf(stderr, "[gpu-split] %s: %d SMs, %d CTAs under one wave (split into %d chunks each)\n", name, (int)sms, tiles,
           sms / tiles < items ? sms / tiles : items);
   cr_assert(sms / tiles >= 2, "the geometry does not split on %d SMs", (int)sms);
-  const int hd = small_hdim();
   const geom g = { "under-one-wave split", 1, 3, 1, 600, 700, hd, hd, 0, FA8_FMT_E4M3, 1, 0, 0, 0 };
   run_geom(&g, 4244);
 }
