@@ -13,7 +13,10 @@
  *     warpgroup writes its 32 query bytes of every row) and dV += P^t dO^, dK += dS^t Q^ run as SS wgmmas on this
  *     warpgroup's DV/2 and DQK/2 columns; dQ = dS^ K^ from dS^ [query][key] (written alongside) on its DQK/2
  *     columns, added by TMA reduce (fa8_cuda_sm90_bwd_io.cuh).
- * Per consumer thread: dK + dV = (DQK + DV) / 4 FP32 (128 at d256), S^t + dP^t 32, dQ DQK / 4. */
+ * Per consumer thread: dK + dV = (DQK + DV) / 4 FP32 (128 at d256), S^t + dP^t 32, dQ DQK / 4.
+ * As in bwd_wgmma.cu.tpl, a causal grid runs longest first and may split a kv head's group over CTAs (qheads), and
+ * a non-causal grid's last wave, or all of a grid under one wave, runs as chunks of the (query head, query tile)
+ * sequence (fa8_tail_split); those CTAs add their dK/dV shares with FP32 atomics. */
 % local ty = FMT == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local tg = FMT_GRAD == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local function dregs(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = "%" .. i end return table.concat(t, ", ") end
@@ -63,6 +66,7 @@ struct Params {
   fa8_bwd_maps m;   /* tensor maps and the dQ path (fa8_cuda_sm90_bwd_io.cuh) */
   int group;        /* query heads per kv head */
   int hsplit;       /* HEAD_SPLIT: CTAs per (kv head, key tile), group / hsplit query heads each */
+  fa8_tail_split split;   /* non-causal: the last wave's key tiles split over query chunks (fa8_cuda_sm90.cuh) */
 };
 
 /* d (64 keys x N) += A (smem, K-major [key][query]) B (smem, K-major [column][query]), one k-step of 32 queries:
@@ -160,18 +164,51 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   const fa8_bwd_args &a = prm.a;
   extern __shared__ uint8_t smem_raw[];
   Smem &s = fa8_smem_struct<Smem>(smem_raw);
-  int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
+  int n0, kh, b;
   if (CAUSAL) {   /* the longest key tiles (the first keys: every query sees them) first, over chunks of heads */
     int rank, u;
     fa8_lpt_tile(rank, u, b);
     kh = HEAD_SPLIT ? u / prm.hsplit : u;
     n0 = rank * BN;
+  } else {        /* a 1-D grid, key tile fastest; its last CTAs may be chunks of split key tiles */
+    int chunk;
+    const int lin = fa8_tail_split_tile(prm.split, chunk), nkt = (a.Sk + BN - 1) / BN;
+    n0 = (lin % nkt) * BN;
+    kh = (lin / nkt) % a.Hkv;
+    b = lin / nkt / a.Hkv;
   }
-  /* HEAD_SPLIT: this CTA's query heads of the group, [h0, h0 + group / hsplit); formed inside each role */
-  auto first_head = [&]() {
-    int rank, u, bb;
-    fa8_lpt_tile(rank, u, bb);
-    return fa8_after_fork(u % prm.hsplit) * (prm.group / prm.hsplit);
+  /* the part [lo, hi) of the (query head, query tile) sequence this CTA runs: all of it but for HEAD_SPLIT's
+   * query heads of the group or a split key tile's chunk (fa8_tail_split); formed inside each role */
+  auto seq_range = [&](int total, int &lo, int &hi) {
+    if (HEAD_SPLIT) {
+      int rank, u, bb;
+      fa8_lpt_tile(rank, u, bb);
+      const int per = total / prm.hsplit;
+      lo = fa8_after_fork(u % prm.hsplit) * per;
+      hi = lo + per;
+      return;
+    }
+    if (CAUSAL) {   /* the whole group (causal grids are never tail-split) */
+      lo = 0;
+      hi = total;
+      return;
+    }
+    int chunk;
+    fa8_tail_split_tile(prm.split, chunk);
+    fa8_tail_split_range(prm.split, fa8_after_fork(chunk), total, lo, hi);
+  };
+  /* the query head and query tile of item lo of that sequence (ntiles query tiles per head); HEAD_SPLIT's first
+   * head from the CTA's index, not by a division */
+  auto seq_item = [&](int lo, int ntiles, int &h, int &mt) {
+    if (HEAD_SPLIT) {
+      int rank, u, bb;
+      fa8_lpt_tile(rank, u, bb);
+      h = kh * prm.group + fa8_after_fork(u % prm.hsplit) * (prm.group / prm.hsplit);
+      mt = 0;
+      return;
+    }
+    h = kh * prm.group + (ntiles ? lo / ntiles : 0);
+    mt = ntiles ? lo % ntiles : 0;
   };
   const int diag = a.Sk - a.Sq;
   /* the first query tile and the tiles per head, formed inside each role: a value live across setmaxnreg was
@@ -213,38 +250,43 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     }
     if (threadIdx.x != 0 && warp != 1) return;
     const float kc = fa8_key_factor(fa8_scale_at(a.k_scale, b, kh, n0), a.softmax_scale * FA8_LOG2E);
-    int it = 0;
-    /* the head loop reads its bounds from the kernel parameters (constant bank, reloaded for free) */
-    const int h0 = HEAD_SPLIT ? first_head() : 0;
-    for (int hg = h0; hg < (HEAD_SPLIT ? h0 + prm.group / prm.hsplit : prm.group); ++hg)
-      for (int mt = 0, m_first = first_query(), ntiles = query_tiles(m_first); mt < ntiles; ++mt, ++it) {
-        const int h = kh * prm.group + hg, st = it % STAGES, m0 = m_first + mt * BM;
-        if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
-        if (threadIdx.x == 0) {
-          fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
-          for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.m.tq, &s.full[st], c * FA8_CHUNK, m0, h, b);
-          for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.m.tdo, &s.full[st], c * FA8_CHUNK, m0, h, b);
-          /* Q^t, dO^t: their buffer frees when the consumers' dV / dK / dQ wgmmas of tile it - TSTAGES completed */
-          const int ts = it % TSTAGES;
-          if (it >= TSTAGES) fa8_mbar_wait(&s.tempty[ts], ((it / TSTAGES) - 1) & 1);
-          fa8_mbar_expect_tx(&s.tfull[ts], T_BYTES);
-          fa8_tma_load(s.qt[ts], &prm.m.tqt, &s.tfull[ts], m0, 0, h, b);
-          fa8_tma_load(s.dot[ts], &prm.m.tdot, &s.tfull[ts], m0, 0, h, b);
-        } else {
-          fa8_qrows &r = s.rows[st];
+    const int m_first = first_query(), ntiles = query_tiles(m_first);
+    int lo, hi;
+    seq_range(prm.group * ntiles, lo, hi);
+    int h, mt;
+    seq_item(lo, ntiles, h, mt);
+    for (int it = 0; it < hi - lo; ++it) {
+      const int st = it % STAGES, m0 = m_first + mt * BM;
+      if (it >= STAGES) fa8_mbar_wait(&s.empty[st], ((it / STAGES) - 1) & 1);
+      if (threadIdx.x == 0) {
+        fa8_mbar_expect_tx(&s.full[st], Q_BYTES);
+        for (int c = 0; c < QCH; ++c) fa8_tma_load(s.q[st][c], &prm.m.tq, &s.full[st], c * FA8_CHUNK, m0, h, b);
+        for (int c = 0; c < VCH; ++c) fa8_tma_load(s.dout[st][c], &prm.m.tdo, &s.full[st], c * FA8_CHUNK, m0, h, b);
+        /* Q^t, dO^t: their buffer frees when the consumers' dV / dK / dQ wgmmas of tile it - TSTAGES completed */
+        const int ts = it % TSTAGES;
+        if (it >= TSTAGES) fa8_mbar_wait(&s.tempty[ts], ((it / TSTAGES) - 1) & 1);
+        fa8_mbar_expect_tx(&s.tfull[ts], T_BYTES);
+        fa8_tma_load(s.qt[ts], &prm.m.tqt, &s.tfull[ts], m0, 0, h, b);
+        fa8_tma_load(s.dot[ts], &prm.m.tdot, &s.tfull[ts], m0, 0, h, b);
+      } else {
+        fa8_qrows &r = s.rows[st];
 #pragma unroll 1   /* one row at a time: this warp runs in the producer's registers */
-          for (int i = lane; i < BM; i += 32) {
-            const int row = m0 + i;
-            const bool ok = row < a.Sq;
-            r.qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
-            r.dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
-            r.lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
-            r.qk[i] = fa8_logit_factor(r.qs[i], kc);
-            r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
-          }
-          fa8_mbar_arrive(&s.full[st]);
+        for (int i = lane; i < BM; i += 32) {
+          const int row = m0 + i;
+          const bool ok = row < a.Sq;
+          r.qs[i] = ok ? fa8_scale_at(a.q_scale, b, h, row) : 0.0f;
+          r.dos[i] = ok ? fa8_scale_at(a.do_scale, b, h, row) : 0.0f;
+          r.lse2[i] = ok ? fa8_lse2_row(a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row], P_SCALE_LOG2) : -INFINITY;
+          r.qk[i] = fa8_logit_factor(r.qs[i], kc);
+          r.delta[i] = ok ? a.delta.ptr[(int64_t)b * a.delta.sb + (int64_t)h * a.delta.sh + row] : 0.0f;
         }
+        fa8_mbar_arrive(&s.full[st]);
       }
+      if (++mt == ntiles) {
+        mt = 0;
+        ++h;
+      }
+    }
     return;
   }
 
@@ -268,99 +310,105 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   fa8_named_sync(3, 128 * CONSUMERS);
   fa8_mbar_wait(&s.kv_full, 0);
 
-  int it = 0;
-  const int h0 = HEAD_SPLIT ? first_head() : 0;
-  for (int hg = h0; hg < (HEAD_SPLIT ? h0 + prm.group / prm.hsplit : prm.group); ++hg)
-    for (int mt = 0, m_first = first_query(), ntiles = query_tiles(m_first); mt < ntiles; ++mt, ++it) {
-      const int h = kh * prm.group + hg, st = it % STAGES, ts = it % TSTAGES, m0 = m_first + mt * BM;
-      fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
-      const fa8_qrows &r = s.rows[st];
-      float sacc[QW / 2], dacc[QW / 2];
-      fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QW>(sacc, dacc, &s.k[0][0], BN * FA8_CHUNK, &s.v[0][0], BN * FA8_CHUNK,
-                                                      &s.q[st][0][q0 * FA8_CHUNK], &s.dout[st][0][q0 * FA8_CHUNK]);
-      fa8_wgmma_wait<0>();
-      fa8_fence_regs(sacc);
-      fa8_fence_regs(dacc);
-      /* P, dS in place; tiles inside both sequence ends and below the causal diagonal skip the mask (the matched
-       * prep makes the same split) */
-      float amax = 0.0f;
-      if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
-        ds_tile<false>(sacc, dacc, r, a, m0, q0, key0, n0, s.vs, amax);
-      else
-        ds_tile<true>(sacc, dacc, r, a, m0, q0, key0, n0, s.vs, amax);
-      /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups. Barrier 1 also orders
-       * the previous tile's wgmma reads of pt / dst / ds (waited before it) before this tile's stores into them. */
-      amax = fa8_warp_max_nonneg(amax);   /* amax >= 0, never NaN (fmaxf drops NaN) */
-      if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
-      fa8_named_sync(1, 128 * CONSUMERS);
-      float tmax = 0.0f;
+  const int m_first = first_query(), ntiles = query_tiles(m_first);
+  int lo, hi;
+  seq_range(prm.group * ntiles, lo, hi);
+  int h, mt;
+  seq_item(lo, ntiles, h, mt);
+  for (int it = 0; it < hi - lo; ++it) {
+    const int st = it % STAGES, ts = it % TSTAGES, m0 = m_first + mt * BM;
+    fa8_mbar_wait(&s.full[st], (it / STAGES) & 1);
+    const fa8_qrows &r = s.rows[st];
+    float sacc[QW / 2], dacc[QW / 2];
+    fa8_recompute_issue<FMT, FMT_GRAD, DQK, DV, QW>(sacc, dacc, &s.k[0][0], BN * FA8_CHUNK, &s.v[0][0], BN * FA8_CHUNK,
+                                                    &s.q[st][0][q0 * FA8_CHUNK], &s.dout[st][0][q0 * FA8_CHUNK]);
+    fa8_wgmma_wait<0>();
+    fa8_fence_regs(sacc);
+    fa8_fence_regs(dacc);
+    /* P, dS in place; tiles inside both sequence ends and below the causal diagonal skip the mask (the matched
+     * prep makes the same split) */
+    float amax = 0.0f;
+    if (fa8_block_visible(m0, m0 + BM, n0 + BN, a.Sq, a.Sk, diag, CAUSAL))
+      ds_tile<false>(sacc, dacc, r, a, m0, q0, key0, n0, s.vs, amax);
+    else
+      ds_tile<true>(sacc, dacc, r, a, m0, q0, key0, n0, s.vs, amax);
+    /* one power-of-two scale for the whole BM x BN dS tile: both consumer warpgroups. Barrier 1 also orders
+     * the previous tile's wgmma reads of pt / dst / ds (waited before it) before this tile's stores into them. */
+    amax = fa8_warp_max_nonneg(amax);   /* amax >= 0, never NaN (fmaxf drops NaN) */
+    if (lane == 0) s.wmax[it & 1][cw * 4 + warp] = amax;
+    fa8_named_sync(1, 128 * CONSUMERS);
+    float tmax = 0.0f;
 #pragma unroll
-      for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
-      const int e2 = fa8_tile_exponent(tmax, ds_max);
-      /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
-      const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
-      if constexpr (STATS) {
-        add_diag(s.diag, sacc, dacc, r, q0, down, up);
-        fa8_named_sync(3, 128 * CONSUMERS);
-        flush_diag(s.diag, a, b, h, m0);
-      }
-
-      /* dK and dV in units of their current descale (constant over the query tile); mostly 1: skipped then */
-      const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
-      /* divide only where a factor changed (bwd_wgmma.cu.tpl: the same bits) */
-      if (fv != fv_prev) {
-        const float rv = fv_prev / fv;
-#pragma unroll
-        for (int i = 0; i < NV / 2; ++i) dv[i] *= rv;
-      }
-      if (fk != fk_prev) {
-        const float rk = fk_prev / fk;
-#pragma unroll
-        for (int i = 0; i < NK / 2; ++i) dk[i] *= rk;
-      }
-      fv_prev = fv;
-      fk_prev = fk;
-      /* Q, dO and the row data of this stage are read (the recompute waited above): the producer may refill it */
-      fa8_mbar_arrive(&s.empty[st]);
-
-#pragma unroll
-      for (int i = 0; i < QW / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
-      store_p_ds(s.pt, s.dst, s.ds, sacc, dacc, q0);
-      fa8_fence_async_smem();
-      /* the dQ buffer is rewritten after barrier 2 below: its issuing thread waits for the previous tile's reduce
-       * to have read it before arriving (a whole tile after the reduce was issued, so it rarely waits) */
-      if (dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait_read<0>();
-      fa8_named_sync(2, 128 * CONSUMERS);   /* both halves of P^t, dS^t, dS^ are in shared memory */
-      fa8_mbar_wait(&s.tfull[ts], (it / TSTAGES) & 1);
-
-      fa8_wgmma_fence();
-      const uint32_t ptlo = fa8_wgmma_desc_lo(s.pt), dotlo = fa8_wgmma_desc_lo(&s.dot[ts][cw * NV * FA8_CHUNK]);
-      const uint32_t dstlo = fa8_wgmma_desc_lo(s.dst), qtlo = fa8_wgmma_desc_lo(&s.qt[ts][cw * NK * FA8_CHUNK]);
-#pragma unroll
-      for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, fa8_wgmma_desc_at(ptlo, k * 32), fa8_wgmma_desc_at(dotlo, k * 32));
-#pragma unroll
-      for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, fa8_wgmma_desc_at(dstlo, k * 32), fa8_wgmma_desc_at(qtlo, k * 32));
-      fa8_wgmma_commit();
-      float dq[NK / 2];
-      fa8_wgmma_fence();
-      const uint32_t dslo = fa8_wgmma_desc_lo(s.ds), ktlo = fa8_wgmma_desc_lo(&s.kt[cw * NK * FA8_CHUNK]);
-#pragma unroll
-      for (int k = 0; k < BN / 32; ++k) wgmma_dq(dq, fa8_wgmma_desc_at(dslo, k * 32), fa8_wgmma_desc_at(ktlo, k * 32), k > 0);
-      fa8_wgmma_commit();
-      fa8_wgmma_wait<0>();
-      fa8_fence_regs(dv);
-      fa8_fence_regs(dk);
-      fa8_fence_regs(dq);
-      if (lane == 0) fa8_mbar_arrive(&s.tempty[ts]);
-      if (dq_tma) fa8_dq_stage_add<NK>(&s.dqs[cw][0][0], &prm.m.tdq, b, h, m0, cw * NK, dq, up * ks_tile * c, 4 + cw);
-      else fa8_dq_add<NK>(a, prm.m.dq_vec, b, h, m0, cw * NK, dq, up * ks_tile * c);
+    for (int w = 0; w < 4 * CONSUMERS; ++w) tmax = fmaxf(tmax, s.wmax[it & 1][w]);
+    const int e2 = fa8_tile_exponent(tmax, ds_max);
+    /* dacc holds P_SCALE dS: dS^ = cvt(dacc down), and dS^ up = dS */
+    const float down = fa8_pow2(-e2), up = fa8_pow2(e2) * (1.0f / P_SCALE);
+    if constexpr (STATS) {
+      add_diag(s.diag, sacc, dacc, r, q0, down, up);
+      fa8_named_sync(3, 128 * CONSUMERS);
+      flush_diag(s.diag, a, b, h, m0);
     }
+
+    /* dK and dV in units of their current descale (constant over the query tile); mostly 1: skipped then */
+    const float fv = r.dos[0] * (1.0f / P_SCALE), fk = up * r.qs[0] * c;
+    /* divide only where a factor changed (bwd_wgmma.cu.tpl: the same bits) */
+    if (fv != fv_prev) {
+      const float rv = fv_prev / fv;
+#pragma unroll
+      for (int i = 0; i < NV / 2; ++i) dv[i] *= rv;
+    }
+    if (fk != fk_prev) {
+      const float rk = fk_prev / fk;
+#pragma unroll
+      for (int i = 0; i < NK / 2; ++i) dk[i] *= rk;
+    }
+    fv_prev = fv;
+    fk_prev = fk;
+    /* Q, dO and the row data of this stage are read (the recompute waited above): the producer may refill it */
+    fa8_mbar_arrive(&s.empty[st]);
+
+#pragma unroll
+    for (int i = 0; i < QW / 2; ++i) dacc[i] *= down;   /* sacc already holds P P_SCALE */
+    store_p_ds(s.pt, s.dst, s.ds, sacc, dacc, q0);
+    fa8_fence_async_smem();
+    /* the dQ buffer is rewritten after barrier 2 below: its issuing thread waits for the previous tile's reduce
+     * to have read it before arriving (a whole tile after the reduce was issued, so it rarely waits) */
+    if (dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait_read<0>();
+    fa8_named_sync(2, 128 * CONSUMERS);   /* both halves of P^t, dS^t, dS^ are in shared memory */
+    fa8_mbar_wait(&s.tfull[ts], (it / TSTAGES) & 1);
+
+    fa8_wgmma_fence();
+    const uint32_t ptlo = fa8_wgmma_desc_lo(s.pt), dotlo = fa8_wgmma_desc_lo(&s.dot[ts][cw * NV * FA8_CHUNK]);
+    const uint32_t dstlo = fa8_wgmma_desc_lo(s.dst), qtlo = fa8_wgmma_desc_lo(&s.qt[ts][cw * NK * FA8_CHUNK]);
+#pragma unroll
+    for (int k = 0; k < BM / 32; ++k) wgmma_dv(dv, fa8_wgmma_desc_at(ptlo, k * 32), fa8_wgmma_desc_at(dotlo, k * 32));
+#pragma unroll
+    for (int k = 0; k < BM / 32; ++k) wgmma_dk(dk, fa8_wgmma_desc_at(dstlo, k * 32), fa8_wgmma_desc_at(qtlo, k * 32));
+    fa8_wgmma_commit();
+    float dq[NK / 2];
+    fa8_wgmma_fence();
+    const uint32_t dslo = fa8_wgmma_desc_lo(s.ds), ktlo = fa8_wgmma_desc_lo(&s.kt[cw * NK * FA8_CHUNK]);
+#pragma unroll
+    for (int k = 0; k < BN / 32; ++k) wgmma_dq(dq, fa8_wgmma_desc_at(dslo, k * 32), fa8_wgmma_desc_at(ktlo, k * 32), k > 0);
+    fa8_wgmma_commit();
+    fa8_wgmma_wait<0>();
+    fa8_fence_regs(dv);
+    fa8_fence_regs(dk);
+    fa8_fence_regs(dq);
+    if (lane == 0) fa8_mbar_arrive(&s.tempty[ts]);
+    if (dq_tma) fa8_dq_stage_add<NK>(&s.dqs[cw][0][0], &prm.m.tdq, b, h, m0, cw * NK, dq, up * ks_tile * c, 4 + cw);
+    else fa8_dq_add<NK>(a, prm.m.dq_vec, b, h, m0, cw * NK, dq, up * ks_tile * c);
+    if (++mt == ntiles) {
+      mt = 0;
+      ++h;
+    }
+  }
   if (dq_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the reduces finish with the CTA */
   /* dK, dV of the tile's keys, this warpgroup's columns: this CTA owns them, or adds its query heads' share
-   * (HEAD_SPLIT) */
+   * (HEAD_SPLIT) or its chunk's (fa8_tail_split) */
   /* (the adding loops apart from the storing ones: one loop with a branch on `add` moved ptxas's instruction choice
    * in the whole-group instances, whose SASS stays the measured one this way) */
-  if (HEAD_SPLIT && prm.hsplit > 1) {
+  if ((HEAD_SPLIT && prm.hsplit > 1) || (!CAUSAL && (int)blockIdx.x >= prm.split.first)) {
 #pragma unroll
     for (int i = 0; i < NK / 2; ++i) {
       const int kr = key0 + 8 * ((i >> 1) & 1);
@@ -403,13 +451,24 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
+  const int nkt = (a.Sk + BN - 1) / BN;
   prm.hsplit = 1;
-  if constexpr (HEAD_SPLIT) {   /* (if constexpr: no zeroing kernel in the other instances' objects) */
-    prm.hsplit = fa8_bwd_head_split(prm.group, QHEADS, a.Hkv);
-    if (prm.hsplit > 1)
-      if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, 0, st)) return e;
+  if constexpr (CAUSAL) {   /* (if constexpr: each instance's object holds only its grid's zeroing kernel) */
+    prm.split = { INT_MAX, 1 };
+    if constexpr (HEAD_SPLIT) {   /* (if constexpr: no zeroing kernel in the other instances' objects) */
+      prm.hsplit = fa8_bwd_head_split(prm.group, QHEADS, a.Hkv);
+      if (prm.hsplit > 1)
+        if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, 0, st)) return e;
+    }
+    kernel<<<dim3(nkt, a.Hkv * prm.hsplit, a.B), WARPS * 32, smem, st>>>(prm);
+  } else {
+    const int64_t tiles = (int64_t)nkt * a.Hkv * a.B;
+    if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one CTA per key tile, kv head, batch */
+    unsigned grid;
+    if (const int e = fa8_tail_split_plan(prm.split, tiles, prm.group * ((a.Sq + BM - 1) / BM), grid)) return e;
+    if (const int e = fa8_bwd_split_prepare<BN, DQK, DV>(prm.split, a, st)) return e;
+    kernel<<<grid, WARPS * 32, smem, st>>>(prm);
   }
-  kernel<<<dim3((a.Sk + BN - 1) / BN, a.Hkv * prm.hsplit, a.B), WARPS * 32, smem, st>>>(prm);
   return (int)cudaGetLastError();
 }
 
