@@ -123,9 +123,9 @@ def costs(modes):
 
 
 def std_fwd(modes, field="fwd_tflops"):
-    """the standard forward's TFLOP/s: stale's row (matched and dohat run the same forward), split's only when alone;
-    None where that row lacks the field"""
-    for m in ("stale", "matched", "dohat", "split"):
+    """the standard forward's TFLOP/s: stale's row (matched and dohat run the same forward); None where the problem
+    has none of those rows (split's forward is another kernel, with its extra GEMM) or that row lacks the field"""
+    for m in ("stale", "matched", "dohat"):
         if m in modes:
             return modes[m].get(field)
 
@@ -157,16 +157,16 @@ def report(path, rows, peers=None, errors=()):
             continue
         fwd = std_fwd(modes)
         target = FWD_TARGET.get((dqk, dv))
-        if target and not causal:
+        if target and not causal and fwd is not None:
             checks.append(f"- forward {name(key)}: {fwd:.0f} TFLOP/s, target {target:.0f}: {verdict(fwd >= target)}")
             alone = std_fwd(modes, "fwd_alone_tflops")
             if alone is not None:
                 checks.append(f"- forward {name(key)}, timed alone (back-to-back forwards, the peers' protocol): "
                               f"{alone:.0f} TFLOP/s, target {target:.0f}: {verdict(alone >= target)}")
-        if causal:
+        if causal and fwd is not None:
             twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows, pow2))
-            if twin:
-                full = std_fwd(twin)
+            full = std_fwd(twin) if twin else None
+            if full:
                 gap = 1.0 - fwd / full
                 checks.append(f"- causal forward {name(key)}: {fwd:.0f} against {full:.0f} non-causal "
                               f"({gap * 100:.1f} % below, limit {CAUSAL_WITHIN * 100:.0f} %): {verdict(gap <= CAUSAL_WITHIN)}")

@@ -124,6 +124,17 @@ class Targets(Run):
         _, out, _ = self.run_tool(path)
         self.assertNotIn("timed alone", out)   # rows from before the field: one line
 
+    def test_split_only_problems_get_no_forward_verdict(self):
+        # split's forward is another kernel (its extra GEMM): a problem timed in split alone is judged on its
+        # backward only, never as the standard forward nor against the non-causal one
+        path = self.write([row("stale", 1.0, 4.0, 1080, 400, d=256), row("split", 1.5, 4.0, 714, 383, d=256, causal=True),
+                           row("split", 1.3, 4.0, 700, 610)])
+        _, out, _ = self.run_tool(path)
+        self.assertIn("- forward d256 H64 S=8192: 1080 TFLOP/s, target 1000: pass", out)
+        self.assertNotIn("causal forward", out)
+        self.assertNotIn("- forward d128", out)
+        self.assertIn("- backward d128 H64 S=8192, faster exact mode: 610 TFLOP/s, target 600: pass", out)
+
     def test_bad_forward_alone_is_named(self):
         for bad in (0, -1.0, "fast", True):
             path = self.write([dict(row("stale", 1.0, 4.0, 900, 600), fwd_alone_ms=bad, fwd_alone_tflops=900.0)])
