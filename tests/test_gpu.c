@@ -586,6 +586,19 @@ Test(gpu, against_cpu, .timeout = 1200) {
   for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i) run_geom(&GEOMS[i], 1000 + i);
 }
 
+/* This GPU's SM count and name (the split tests size their grids from it) */
+static int32_t device_sms(const char **name) {
+  require_gpu();
+  fa8_problem p;
+  fa8_problem_init(&p);
+  p.backend = FA8_BACKEND_CUDA;
+  const char *target = NULL;
+  int32_t sms = 0;
+  cr_assert_eq(fa8_device_info(&p, &target, &sms, name), FA8_OK, "%s", fa8_last_error());
+  cr_assert_gt(sms, 0, "%s reports %d SMs", *name, (int)sms);
+  return sms;
+}
+
 /* The non-causal Hopper backward splits the key tiles of a last wave that would hold at most half the SMs into
  * chunks over their (query head, query tile) items, which add dK/dV with atomics (fa8_tail_split,
  * templates/cuda/fa8_cuda_sm90.cuh). A geometry sized from this device's SM count makes it so: S = 512 is 4 key
@@ -594,14 +607,8 @@ Test(gpu, against_cpu, .timeout = 1200) {
  * the CPU twin and FP64 like every geometry (run_geom); a chunk that skipped or doubled its items is an O(1) error
  * in dK/dV. */
 Test(gpu, backward_last_wave_split, .timeout = 600) {
-  require_gpu();
-  fa8_problem p;
-  fa8_problem_init(&p);
-  p.backend = FA8_BACKEND_CUDA;
-  const char *target = NULL, *name = NULL;
-  int32_t sms = 0;
-  cr_assert_eq(fa8_device_info(&p, &target, &sms, &name), FA8_OK, "%s", fa8_last_error());
-  cr_assert_gt(sms, 0, "%s reports %d SMs", name, (int)sms);
+  const char *name = NULL;
+  const int32_t sms = device_sms(&name);
   const int hkv = sms / 4 + 1, tiles = 4 * hkv, last = tiles % sms;
   fprintf(stderr, "[gpu-split] %s: %d SMs, %d CTAs, last wave %d (split into %d chunks each)\n", name, (int)sms, tiles,
           last, sms / last < 16 ? sms / last : 16);
@@ -616,13 +623,8 @@ Test(gpu, backward_last_wave_split, .timeout = 600) {
  * into chunks of 30 (query head, query tile) items that cross heads and end on the query tail; every mode, held to
  * the CPU twin and FP64. */
 Test(gpu, backward_small_grid_split, .timeout = 600) {
-  require_gpu();
-  fa8_problem p;
-  fa8_problem_init(&p);
-  p.backend = FA8_BACKEND_CUDA;
-  const char *target = NULL, *name = NULL;
-  int32_t sms = 0;
-  cr_assert_eq(fa8_device_info(&p, &target, &sms, &name), FA8_OK, "%s", fa8_last_error());
+  const char *name = NULL;
+  const int32_t sms = device_sms(&name);
   const int hd = small_hdim(), tiles = hd > 128 ? 11 : 6, items = 3 * 10;   /* 64-query tiles in both kernels */
   fprintf(stderr, "[gpu-split] %s: %d SMs, %d CTAs under one wave (split into %d chunks each)\n", name, (int)sms, tiles,
           sms / tiles < items ? sms / tiles : items);
