@@ -1,7 +1,8 @@
 /* `fa8 tune`: the autotuner (docs/tuning.md). For one device it measures every candidate instance of this
  * build (configure with -Dprofile=tuning for the full candidate set; the constraints already pruned it) per
  * head geometry, causal flag, sequence length and direction, and writes the tuned table the build compiles
- * in (a CSV under tune/tables) plus a gain report against the heuristic choice.
+ * in (a CSV under tune/tables) plus a gain report against the heuristic choice and against the choice of the
+ * tables the build already consults (built in, overlay): what re-tuning changes for this problem.
  *   * every candidate is first run on a small check problem with sequence tails and compared with the FP64
  *     reference: one that fails or is less accurate than the heuristic's instance (1.5x + 2e-3) is never timed;
  *   * launch failures cost infinity, never a crash;
@@ -288,7 +289,8 @@ int cli_tune(int argc, char **argv) {
   fprintf(tab, "# fa8 tune on %s (%s, %d SMs), generator %s, %s; cache %s\n", dev, target, sms, fa8_generator_hash(), date, cache_path);
   fprintf(tab, "target,sm_count,device,key,bucket,instance,median_us,p20_us,p80_us,err,runner_up,runner_up_us,fa8_commit,cuda,driver,date\n");
   fprintf(rep, "# fa8 tune: %s (%s, %d SMs), %s\n\nB=%d, H=%d/%d, delta %s for the backward, scale blocks of %d rows (0: per-tensor); times are medians of %d runs.\n\n"
-               "| d | causal | S | dir | heuristic | time | tuned | time | gain | candidates (ok/total) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+               "| d | causal | S | dir | heuristic | time | table now (row) | time | tuned | time | gain | gain vs table | candidates (ok/total) |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
           dev, target, sms, date, batch, heads, kv, delta_s, scale_rows, reps);
   /* progress: the number of (candidate, problem) measurements is known after listing */
   int total = 0, done = 0, measured = 0;
@@ -352,6 +354,14 @@ int cli_tune(int argc, char **argv) {
           const char *heur = NULL;
           for (int i = 0; dst == FA8_OK && i < cnt; ++i)
             if (!strcmp(dir ? fa8_bundle_backward(names[i]) : names[i], dir ? dn.bwd : dn.fwd)) heur = names[i];
+          /* the choice of the tables this build consults now (built in, overlay), and which row made it */
+          const char *tnow = NULL, *trow = "no row";
+          if (fa8_dispatch(&p, &dn) == FA8_OK) {
+            const char *why = dir ? dn.bwd_why : dn.fwd_why;
+            trow = strstr(why, "exact row") ? "exact" : strstr(why, "nearest bucket") ? "nearest" : strncmp(why, "tuned", 5) ? "no row" : "other SMs";
+            for (int i = 0; i < cnt; ++i)
+              if (!strcmp(dir ? fa8_bundle_backward(names[i]) : names[i], dir ? dn.bwd : dn.fwd)) tnow = names[i];
+          }
           char msg[256] = "";
           const double err_heur = heur ? check_error(&chk, &ref, heur, dir, mode, msg, sizeof msg) : INFINITY;
           /* timing inputs, rotated over copies that together exceed the L2 on a GPU */
@@ -456,9 +466,10 @@ int cli_tune(int argc, char **argv) {
           }
           for (int i = 0; i < nt; ++i) h_free(&tim[i]);
           if (rc) break;
-          int w = -1, ru = -1, hi = -1;
+          int w = -1, ru = -1, hi = -1, ti = -1;
           for (int i = 0; i < cnt; ++i) {
             if (heur && !strcmp(res[i].name, heur)) hi = i;
+            if (tnow && !strcmp(res[i].name, tnow)) ti = i;
             if (!res[i].ok) continue;
             if (w < 0 || res[i].med < res[w].med || (res[i].med == res[w].med && strcmp(res[i].name, res[w].name) < 0)) { ru = w; w = i; }
             else if (ru < 0 || res[i].med < res[ru].med) ru = i;
@@ -480,9 +491,16 @@ int cli_tune(int argc, char **argv) {
             snprintf(ht, sizeof ht, "%.1f us", res[hi].med);
             snprintf(gain, sizeof gain, "%.1f%%", 100.0 * (res[hi].med / res[w].med - 1.0));
           }
-          fprintf(rep, "| %dx%d | %s | %lld | %s | %s | %s | %s | %.1f us | %s | %d/%d |\n", geo[gi][0], geo[gi][1],
-                  p.causal ? "yes" : "no", (long long)seqs[si], dir ? "bwd" : "fwd",
-                  heur ? (dir ? fa8_bundle_backward(heur) : heur) : "none", ht, win, res[w].med, gain, nok, cnt);
+          const int tok = ti >= 0 && res[ti].ok;
+          char tt[32] = "n/a", tgain[32] = "n/a";
+          if (tok) {
+            snprintf(tt, sizeof tt, "%.1f us", res[ti].med);
+            snprintf(tgain, sizeof tgain, "%.1f%%", 100.0 * (res[ti].med / res[w].med - 1.0));
+          }
+          fprintf(rep, "| %dx%d | %s | %lld | %s | %s | %s | %s (%s) | %s | %s | %.1f us | %s | %s | %d/%d |\n", geo[gi][0],
+                  geo[gi][1], p.causal ? "yes" : "no", (long long)seqs[si], dir ? "bwd" : "fwd",
+                  heur ? (dir ? fa8_bundle_backward(heur) : heur) : "none", ht,
+                  tnow ? (dir ? fa8_bundle_backward(tnow) : tnow) : "none", trow, tt, win, res[w].med, gain, tgain, nok, cnt);
           fflush(rep);
         }
       h_ref_free(&ref);

@@ -34,6 +34,28 @@ static void put(const char *name, int64_t b, int64_t s, int64_t h, int64_t d, co
 }
 
 /* Runs `fa8 ARGS`; returns the exit status and the combined output in out. */
+/* a whole file, NUL-terminated (NULL when it cannot be read) */
+static char *slurp_file(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  char *buf = NULL;
+  size_t cap = 0, n = 0, got;
+  do {
+    if (n + 4096 + 1 > cap) {
+      cap = 2 * cap + 4096 + 1;
+      char *nb = realloc(buf, cap);
+      if (!nb) { free(buf); fclose(f); return NULL; }
+      buf = nb;
+    }
+    got = fread(buf + n, 1, cap - n - 1, f);
+    n += got;
+  } while (got > 0);
+  fclose(f);
+  buf[n] = '\0';
+  if (len) *len = n;
+  return buf;
+}
+
 static int fa8_cmd(char *out, size_t n, const char *args) {
   const char *exe = getenv("FA8_EXE");
   cr_assert(exe, "FA8_EXE is not set (run through meson test)");
@@ -237,9 +259,25 @@ Test(run, tune_writes_a_table_the_runtime_uses) {
   f = fopen(path, "r");
   cr_assert(f, "no gain report at %s", path);
   fclose(f);
+  /* the second run, with the first one's table as the overlay: re-measures nothing, and its report names that
+   * table's choice and row ("table now") beside the heuristic's */
+  snprintf(path, sizeof path, "%s/t.csv", dir_out);
+  cr_assert_eq(setenv("FA8_TUNED_TABLE", path, 1), 0);
+  snprintf(args, sizeof args, "tune --backend cpu --hdim 64 --seqlen 256 --heads 4 --kv-heads 2 --causal no --reps 2 "
+           "--warmup 0 --threads 1 --cache '%s/c.tsv' --out '%s/t2.csv'", dir_out, dir_out);
   rc = fa8_cmd(out, sizeof out, args);
+  unsetenv("FA8_TUNED_TABLE");
   cr_assert_eq(rc, 0, "second fa8 tune exited %d: %s", rc, out);
   cr_expect(strstr(out, "(0 measured now,") != NULL, "the second run measured again: %s", out);
+  snprintf(path, sizeof path, "%s/t2.md", dir_out);
+  size_t n = 0;
+  char *md = slurp_file(path, &n);
+  cr_assert(md, "no gain report at %s", path);
+  cr_expect(strstr(md, "| heuristic | time | table now (row) | time | tuned | time | gain | gain vs table |") != NULL, "%s", md);
+  int exact = 0;
+  for (const char *q = md; (q = strstr(q, "_w1s1 (exact) | ")) != NULL; ++q) ++exact;
+  cr_expect_eq(exact, 2, "both rows should come from the overlay's exact rows:\n%s", md);
+  free(md);
   snprintf(args, sizeof args, "list --tuned --backend cpu --hdim 64 --seqlen 200 --heads 4 --kv-heads 2 --threads 1 --overlay '%s/t.csv'", dir_out);
   rc = fa8_cmd(out, sizeof out, args);
   cr_assert_eq(rc, 0, "%s", out);
