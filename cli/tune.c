@@ -177,6 +177,13 @@ static int take_result(result *r, const centry *e) {
 }
 
 
+/* the candidate (an instance, or a bundle for the backward) a dispatch chose, NULL when none of them */
+static const char *dispatched(const fa8_dispatch_names *dn, int dir, const char *const *names, int cnt) {
+  for (int i = 0; i < cnt; ++i)
+    if (!strcmp(dir ? fa8_bundle_backward(names[i]) : names[i], dir ? dn->bwd : dn->fwd)) return names[i];
+  return NULL;
+}
+
 static void clean(char *s) { for (; *s; ++s) if (*s == ',' || *s == '\t' || *s == '\n') *s = ' '; }
 
 int cli_tune(int argc, char **argv) {
@@ -351,16 +358,13 @@ int cli_tune(int argc, char **argv) {
           fa8_dispatch_names dn;
           const fa8_status dst = fa8_dispatch(&p, &dn);
           fa8_tuning_enable(1);
-          const char *heur = NULL;
-          for (int i = 0; dst == FA8_OK && i < cnt; ++i)
-            if (!strcmp(dir ? fa8_bundle_backward(names[i]) : names[i], dir ? dn.bwd : dn.fwd)) heur = names[i];
+          const char *heur = dst == FA8_OK ? dispatched(&dn, dir, names, cnt) : NULL;
           /* the choice of the tables this build consults now (built in, overlay), and which row made it */
           const char *tnow = NULL, *trow = "no row";
           if (fa8_dispatch(&p, &dn) == FA8_OK) {
             const char *why = dir ? dn.bwd_why : dn.fwd_why;
             trow = strstr(why, "exact row") ? "exact" : strstr(why, "nearest bucket") ? "nearest" : strncmp(why, "tuned", 5) ? "no row" : "other SMs";
-            for (int i = 0; i < cnt; ++i)
-              if (!strcmp(dir ? fa8_bundle_backward(names[i]) : names[i], dir ? dn.bwd : dn.fwd)) tnow = names[i];
+            tnow = dispatched(&dn, dir, names, cnt);
           }
           char msg[256] = "";
           const double err_heur = heur ? check_error(&chk, &ref, heur, dir, mode, msg, sizeof msg) : INFINITY;

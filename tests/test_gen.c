@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "lua_runner.h"
+#include "test_slurp.h"
 
 /* ---- fixtures ------------------------------------------------------------------------------------- */
 
@@ -54,22 +55,6 @@ static void remove_tmp(void) {
 TestSuite(gen, .init = make_tmp, .fini = remove_tmp);
 
 /* ---- helpers -------------------------------------------------------------------------------------- */
-
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap + 1);
-    size_t got;
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) buf = realloc(buf, (cap *= 2) + 1);
-    }
-    fclose(f);
-    buf[n] = '\0';
-    if (len) *len = n;
-    return buf;
-}
 
 static void spit(const char *path, const char *content) {
     FILE *f = fopen(path, "wb");
@@ -113,9 +98,9 @@ static proc fa8(const char *fmt, ...) {
     if (p.code > 128) p.code = -1;
     char path[512];
     snprintf(path, sizeof path, "%s/.stdout", g_tmp);
-    p.out = slurp(path, NULL);
+    p.out = test_slurp(path, NULL);
     snprintf(path, sizeof path, "%s/.stderr", g_tmp);
-    p.err = slurp(path, NULL);
+    p.err = test_slurp(path, NULL);
     if (!p.out) p.out = strdup("");
     if (!p.err) p.err = strdup("");
     keep(p.out);
@@ -832,7 +817,7 @@ Test(gen, gen_is_deterministic) {
         snprintf(pa_, sizeof pa_, "%s/%s", a, na[i]);
         snprintf(pb_, sizeof pb_, "%s/%s", b, nb[i]);
         size_t la = 0, lb = 0;
-        char *x = slurp(pa_, &la), *y = slurp(pb_, &lb);
+        char *x = test_slurp(pa_, &la), *y = test_slurp(pb_, &lb);
         cr_assert(x && y && la > 0, "cannot read %s", na[i]);
         cr_assert(la == lb && memcmp(x, y, la) == 0, "%s differs between two runs", na[i]);
         free(x);
@@ -900,7 +885,7 @@ Test(gen, golden_quant_instance) {
         snprintf(gp, sizeof gp, "%s/tests/golden/%s", FA8_SOURCE_ROOT, files[i].golden);
         snprintf(np, sizeof np, "%s/%s", out, files[i].generated);
         size_t lg = 0, ln = 0;
-        char *g = keep(slurp(gp, &lg)), *n = keep(slurp(np, &ln));
+        char *g = keep(test_slurp(gp, &lg)), *n = keep(test_slurp(np, &ln));
         cr_assert_not_null(g, "missing golden file %s: run tools/update-golden", gp);
         cr_assert_not_null(n, "fa8 gen did not write %s", files[i].generated);
         if (files[i].mask) { mask_hash(n); ln = strlen(n); }
@@ -963,7 +948,7 @@ Test(gen, bad_input_exits_2) {
         if (cases[i].leaves_no_dir) cr_assert(!exists(nodir), "`fa8 %s` left %s behind", args, nodir);
     }
     /* the regular file is still a regular file */
-    char *content = keep(slurp(regular, NULL));
+    char *content = keep(test_slurp(regular, NULL));
     cr_assert_str_eq(content, "a regular file\n");
 }
 
@@ -984,7 +969,7 @@ Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
         char f[1024];
         snprintf(f, sizeof f, "%s/%s", out, required[i]);
         size_t n = 0;
-        char *s = slurp(f, &n);
+        char *s = test_slurp(f, &n);
         cr_assert(s && n > 0, "bundle lacks %s", required[i]);
         free(s);
     }
@@ -1035,7 +1020,7 @@ Test(gen, bundle_dir_compiles_standalone, .timeout = 900) {
      * survive it; -O0 keeps this test fast */
     const char *log = tmp_path("make.log");
     int rc = shell(log, "make -C '%s' -j2 CFLAGS=-O0", out);
-    char *text = keep(slurp(log, NULL));
+    char *text = keep(test_slurp(log, NULL));
     cr_assert_eq(rc, 0, "make failed (%d):\n%.4000s", rc, text ? text : "");
     cr_assert(strstr(text, "-ffp-contract=off") && strstr(text, "-std=c11"), "compiled without the bundle's flags:\n%.2000s", text);
     char lib[1024];

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "harness.h"
 #include "npy.h"
+#include "test_slurp.h"
 
 static char dir_in[256], dir_out[256];
 
@@ -34,28 +35,6 @@ static void put(const char *name, int64_t b, int64_t s, int64_t h, int64_t d, co
 }
 
 /* Runs `fa8 ARGS`; returns the exit status and the combined output in out. */
-/* a whole file, NUL-terminated (NULL when it cannot be read) */
-static char *slurp_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *buf = NULL;
-  size_t cap = 0, n = 0, got;
-  do {
-    if (n + 4096 + 1 > cap) {
-      cap = 2 * cap + 4096 + 1;
-      char *nb = realloc(buf, cap);
-      if (!nb) { free(buf); fclose(f); return NULL; }
-      buf = nb;
-    }
-    got = fread(buf + n, 1, cap - n - 1, f);
-    n += got;
-  } while (got > 0);
-  fclose(f);
-  buf[n] = '\0';
-  if (len) *len = n;
-  return buf;
-}
-
 static int fa8_cmd(char *out, size_t n, const char *args) {
   const char *exe = getenv("FA8_EXE");
   cr_assert(exe, "FA8_EXE is not set (run through meson test)");
@@ -270,8 +249,7 @@ Test(run, tune_writes_a_table_the_runtime_uses) {
   cr_assert_eq(rc, 0, "second fa8 tune exited %d: %s", rc, out);
   cr_expect(strstr(out, "(0 measured now,") != NULL, "the second run measured again: %s", out);
   snprintf(path, sizeof path, "%s/t2.md", dir_out);
-  size_t n = 0;
-  char *md = slurp_file(path, &n);
+  char *md = test_slurp(path, NULL);
   cr_assert(md, "no gain report at %s", path);
   cr_expect(strstr(md, "| heuristic | time | table now (row) | time | tuned | time | gain | gain vs table |") != NULL, "%s", md);
   int exact = 0;
