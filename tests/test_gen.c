@@ -331,8 +331,11 @@ Test(gen, predicates_reject_and_accept) {
         "accepts('tile_divides_mma', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 4, 2 }))\n"
         "rejects('threads_fit', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 64, 2 }), '2048 threads', '1024')\n"
         "accepts('threads_fit', mk('sm_89', 'fwd', { d = 128 }, { 64, 64, 32, 2 }))\n"
-        "-- wgmma operands travel in 64-byte swizzle chunks: head dim 96 and BLOCK_N 96 do not split into them\n"
-        "rejects('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 96 }, { 128, 128, 12, 2 }), 'head dim 96', '64-byte')\n"
+        "-- wgmma operands travel in 64-byte swizzle chunks: BLOCK_N 96 does not split into them; head dim 96 runs\n"
+        "-- padded to 128 in the d <= 128 kernels, but a head dim above 128 must be whole chunks (the wide backward)\n"
+        "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 96 }, { 128, 128, 12, 2 }))\n"
+        "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'bwd', { d = 96 }, { 64, 128, 12, 2 }))\n"
+        "rejects('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 160 }, { 128, 128, 12, 3 }), '160x160', '64-byte')\n"
         "rejects('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 128 }, { 128, 96, 12, 2 }), 'BLOCK_N 96')\n"
         "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { hdim_qk = 192, hdim_v = 128, layout = 'mla' }, { 128, 64, 12, 2 }))\n"
         "accepts('wgmma_swizzle_chunks', mk('sm_90a', 'fwd', { d = 96 }, { 64, 64, 4, 2 }, 'mma'))\n"
@@ -1066,31 +1069,28 @@ Test(gen, sm90a_lists_wgmma_and_mma_per_geometry) {
         "for _, g in ipairs({ '64v64', '96v96', '128v128', '192v192', '256v256', '192v128' }) do\n"
         "  for _, dir in ipairs({ 'fwd', 'delta', 'bwd' }) do assert(seen[dir .. '/' .. g .. '/mma'], 'no mma ' .. dir .. ' for d' .. g) end\n"
         "end\n"
-        "-- the wgmma forward exists where the head dims split into 64-byte swizzle chunks, not for d96\n"
-        "for _, g in ipairs({ '64v64', '128v128', '192v192', '256v256', '192v128' }) do\n"
+        "-- the wgmma forward exists for every geometry (d96 padded to 128)\n"
+        "for _, g in ipairs({ '64v64', '96v96', '128v128', '192v192', '256v256', '192v128' }) do\n"
         "  assert(seen['fwd/' .. g .. '/wgmma'], 'no wgmma forward for d' .. g)\n"
         "end\n"
-        "assert(not seen['fwd/96v96/wgmma'], 'd96 cannot run wgmma (64-byte chunks)')\n"
         "-- a wgmma forward is listed before the mma forward of the same key, so dispatch prefers it\n"
         "local pos = {}\n"
         "local i = 0\n"
         "for line in out:gmatch('[^\\n]+') do i = i + 1; pos[line:match('^(fa8_[%w_]+)')] = i end\n"
         "assert(pos['fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n128_w12s2'] < pos['fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w4s2_mma'])\n"
-        "-- the wgmma backward (with its delta preps) ships for every head dim that splits into 64-byte chunks (up to\n"
-        "-- 128 at 64 keys per warpgroup, above as the head-dim-split 64 x 64 tile), listed before the mma backward of\n"
-        "-- its key; d96 keeps the mma backward only\n"
-        "for _, g in ipairs({ '64v64', '128v128', '192v192', '256v256', '192v128' }) do\n"
+        "-- the wgmma backward (with its delta preps) ships for every head dim (up to 128 at 64 keys per warpgroup,\n"
+        "-- d96 padded to 128; above as the head-dim-split 64 x 64 tile), listed before the mma backward of its key\n"
+        "for _, g in ipairs({ '64v64', '96v96', '128v128', '192v192', '256v256', '192v128' }) do\n"
         "  for _, dir in ipairs({ 'delta', 'bwd' }) do assert(seen[dir .. '/' .. g .. '/wgmma'], 'no wgmma ' .. dir .. ' for d' .. g) end\n"
         "end\n"
-        "assert(not seen['bwd/96v96/wgmma'], 'unexpected wgmma backward for d96')\n"
         "assert(pos['fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n128_w12s2'] < pos['fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma'])\n"
         "local mma256\n"
         "for n, p in pairs(pos) do if n:match('^fa8_bwd_sm90a_e4m3_d256v256_gqa_full_.*_mma$') then mma256 = math.min(mma256 or p, p) end end\n"
         "assert(mma256, 'no mma backward for d256')\n"
         "assert(pos['fa8_bwd_sm90a_e4m3_d256v256_gqa_full_m64n64_w12s2'] < mma256)\n"
-        "-- the refusal for d96 names the predicate\n"
+        "-- d96 runs the d128 tiles: the padded dims are what the register and shared-memory models price\n"
         "local rej = run('list --target sm_90a --hdim 96 --rejected')\n"
-        "assert(rej:find('fa8_fwd_sm90a_e4m3_d96v96_gqa_full_m128n128_w12s2  wgmma_swizzle_chunks: ', 1, true), rej)\n");
+        "assert(not rej:find('wgmma_swizzle_chunks', 1, true), rej)\n");
 }
 
 /* The HIP shipping set has a backward for every head geometry on both AMD targets, in every delta mode's
@@ -1595,4 +1595,29 @@ Test(gen, cuda_bundle_build_files) {
         "end\n"
         "local mb = read(dir .. '/meson.build')\n"
         "assert(has(mb, \"find_program('nvcc'\") and has(mb, 'compute_90a,code=sm_90a'), 'meson.build lacks the nvcc rules')\n");
+}
+
+/* d96 on the wgmma path (constraints.wgmma_hdims): the kernels compute on the head dims rounded up to a 64-byte
+ * chunk, and the real ones bound the tensor maps and the stores; the d128 instances' real and padded dims agree. */
+Test(gen, wgmma_d96_runs_padded_to_128) {
+    const char *out = tmp_path("d96");
+    proc p = fa8("gen --target sm_90a --profile default --hdim 96,128 --kernels 'fa8_fwd_sm90a_e4m3_d*_gqa_full_m128n128_w12s2,"
+                 "fa8_bwd_sm90a_e4m3_d*_gqa_full_m64n128_w12s2' --out '%s'", out);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    static const struct { const char *file, *want; } cases[] = {
+        { "fa8_fwd_sm90a_e4m3_d96v96_gqa_full_m128n128_w12s2.cu", "DQK = 128, DV = 128," },
+        { "fa8_fwd_sm90a_e4m3_d96v96_gqa_full_m128n128_w12s2.cu", "DQK_REAL = 96, DV_REAL = 96;" },
+        { "fa8_bwd_sm90a_e4m3_d96v96_gqa_full_m64n128_w12s2.cu", "DQK_REAL = 96, DV_REAL = 96;" },
+        { "fa8_bwd_sm90a_e4m3_d96v96_gqa_full_m64n128_w12s2.cu", "m64n128k32" },
+        { "fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n128_w12s2.cu", "DQK_REAL = 128, DV_REAL = 128;" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
+        char f[1024];
+        snprintf(f, sizeof f, "%s/%s", out, cases[i].file);
+        size_t n = 0;
+        char *s = test_slurp(f, &n);
+        cr_assert(s, "%s was not generated", cases[i].file);
+        cr_assert(strstr(s, cases[i].want) != NULL, "%s lacks '%s'", cases[i].file, cases[i].want);
+        free(s);
+    }
 }

@@ -44,6 +44,8 @@ static geom GEOMS[] = {
   { "d64 gqa full tails 300x517", 2, 4, 2, 300, 517, 64, 64, 0, FA8_FMT_E4M3, 0, 0, 0, 0 },
   /* all modes at d96 and d192: the row-dot delta's vector pass splits 12 and 24 units of 8 unevenly over its lanes */
   { "d96 gqa causal 200", 1, 4, 2, 200, 200, 96, 96, 1, FA8_FMT_E4M3, 1, 0, 0, 0 },
+  /* d96 on the wgmma path runs padded to 128 (constraints.wgmma_hdims): tails on both sequences, a split grid */
+  { "d96 gqa full tails 333x450", 1, 4, 2, 333, 450, 96, 96, 0, FA8_FMT_E4M3, 1, 0, 0, 0 },
   { "d128 gqa causal 1024", 1, 8, 2, 1024, 1024, 128, 128, 1, FA8_FMT_E4M3, 1, 0, 0, 0 },
   { "d128 mqa full 333x129 e5m2", 1, 4, 1, 333, 129, 128, 128, 0, FA8_FMT_E5M2, 1, 0, 0, 0 },
   { "d128 causal sq>sk 400x150", 1, 2, 1, 400, 150, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0 },

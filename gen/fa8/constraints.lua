@@ -29,6 +29,13 @@ end
 -- wgmma kernels align their base to 1024 at run time (+ 1024) and round the struct to 16 bytes.
 local PAD = 16
 local function up(x, a) return (x + a - 1) // a * a end
+-- The head dims a wgmma kernel computes with: the real ones rounded up to the 64-byte swizzle chunk (d96 runs as
+-- d128; TMA zero-fills the boxes past the real columns, which add nothing to any product). generate.lua passes
+-- them as DQKP / DVP.
+function M.wgmma_hdims(f)
+  local qk, v = f.hdim_qk or f.hdim, f.hdim_v or f.hdim
+  return up(qk, 64), up(v, 64)
+end
 local QROWS_BYTES = 5 * 64 * F32   -- fa8_cuda_sm90_bwd.cuh's fa8_qrows (64 queries)
 function M.cuda_smem(cfg)
   local f, t = cfg.functional, cfg.tuning
@@ -46,6 +53,7 @@ function M.cuda_smem(cfg)
     end
   end
   local nc = w // 4 - 1
+  qk, v = M.wgmma_hdims(f)
   local bytes
   if f.dir == "fwd" then   -- templates/cuda/fwd_wgmma.cu.tpl: q, k ring, vt ring, kvs, mbarriers, last[], q_empty
     bytes = bm * qk + st * bn * (qk + v) + st * 4 * F32 + 8 + 3 * st * 8 + up(st * 4, 8) + 8
@@ -96,6 +104,7 @@ function M.resources(cfg)
   end
   local qk, v = f.hdim_qk, f.hdim_v
   if t.pipeline == "mfma" then return M.mfma_resources(cfg) end
+  if t.pipeline == "wgmma" then qk, v = M.wgmma_hdims(f) end
   -- shared memory: each CUDA kernel's own layout (the head-dim-split backward's in wgmma_bwd_wide_smem)
   if f.dir == "bwd" and M.wgmma_bwd_hdim_split(t) then
     r.smem_bytes = M.wgmma_bwd_wide_smem(qk, v, bm, bn, st, M.wgmma_bwd_wide_tstages(cfg))
@@ -322,14 +331,19 @@ M.predicates = {
       -- of Q/K, and keys of V^t), and one wgmma N covers BLOCK_N or the V head dim (<= 256)
       local t, f = cfg.tuning, cfg.functional
       if t.pipeline ~= "wgmma" or f.dir == "quant" then return true end
-      if f.hdim_qk % 64 ~= 0 then return false, ("wgmma: head dim %d is not a multiple of the 64-byte swizzle chunk"):format(f.hdim_qk) end
+      -- head dims that are not whole chunks run padded (wgmma_hdims) in the d <= 128 kernels; the wide backward
+      -- and the d > 128 forwards take whole chunks only
+      local qk, v = M.wgmma_hdims(f)
+      local padded = qk ~= f.hdim_qk or v ~= f.hdim_v
+      if padded and (qk > 128 or v > 128) then
+        return false, ("wgmma: head dims %dx%d above 128 must be multiples of the 64-byte swizzle chunk"):format(f.hdim_qk, f.hdim_v)
+      end
       if t.block_n % 64 ~= 0 then return false, ("wgmma: BLOCK_N %d is not a multiple of the 64-byte swizzle chunk"):format(t.block_n) end
-      if t.block_n > 256 or f.hdim_v > 256 then return false, "wgmma: N (BLOCK_N, head dim of V) is at most 256" end
+      if t.block_n > 256 or v > 256 then return false, "wgmma: N (BLOCK_N, head dim of V) is at most 256" end
       if f.dir ~= "fwd" then
-        -- the backward also reads V and dO (head dim of V) in chunks, and splits dQ's columns over its consumers
-        if f.hdim_v % 64 ~= 0 then return false, ("wgmma backward: head dim of V %d is not a multiple of the 64-byte swizzle chunk"):format(f.hdim_v) end
+        -- the backward splits dQ's (padded) columns over its consumers
         local nc = math.max(t.warps // 4 - 1, 1)
-        if f.hdim_qk % (8 * nc) ~= 0 then return false, ("wgmma backward: head dim %d does not split into %d dQ column groups of 8"):format(f.hdim_qk, nc) end
+        if qk % (8 * nc) ~= 0 then return false, ("wgmma backward: head dim %d does not split into %d dQ column groups of 8"):format(qk, nc) end
       end
       return true
     end },

@@ -65,6 +65,8 @@ local function template_env(c)
     SPLIT = (f.variant == "split" or f.delta == "split") and 1 or 0,
     PER_TENSOR = f.scale == "tensor" and 1 or 0,
     DQK = f.hdim_qk or f.hdim, DV = f.hdim_v or f.hdim,
+    -- the wgmma templates compute on these (constraints.wgmma_hdims: rounded up to a 64-byte chunk)
+    DQKP = (f.hdim_qk or f.hdim) and ((f.hdim_qk or f.hdim) + 63) // 64 * 64, DVP = (f.hdim_v or f.hdim) and ((f.hdim_v or f.hdim) + 63) // 64 * 64,
     BM = t.block_m, BN = t.block_n,
     VPERM = t.vperm and 1 or 0,   -- templates/cuda/fwd_wgmma: V^t's keys permuted in shared memory (schema.lua)
     UNITSKIP = t.unitskip and 1 or 0,   -- templates/cuda/fwd_wgmma: O's unit rescales skipped by a warp vote

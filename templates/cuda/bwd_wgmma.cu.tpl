@@ -12,11 +12,15 @@
 % local tg = FMT_GRAD == "FA8_FMT_E5M2" and "e5m2" or "e4m3"
 % local function dregs(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = "%" .. i end return table.concat(t, ", ") end
 % local function dops(n) local t = {} for i = 0, n // 2 - 1 do t[#t + 1] = ('"+f"(d[%d])'):format(i) end return table.concat(t, ", ") end
-% local NQ = DQK // (t.warps // 4 - 1)
+% local NQ = DQKP // (t.warps // 4 - 1)
 #include "fa8_cuda_sm90_bwd_io.cuh"
 
 namespace {
-constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warps), STAGES = $(t.stages);
+constexpr int BM = $(BM), BN = $(BN), DQK = $(DQKP), DV = $(DVP), WARPS = $(t.warps), STAGES = $(t.stages);
+/* the real head dims: DQK, DV are them rounded up to a 64-byte chunk (d96 runs as d128; TMA zero-fills the boxes
+ * past the real columns, so they add nothing), and these bound the tensor maps and every plain store */
+constexpr int DQK_REAL = $(DQK), DV_REAL = $(DV);
+constexpr int DQ_BOUND = DQK_REAL < DQK ? DQK_REAL : 1 << 30;   /* dQ's column bound (1 << 30: none, folded away) */
 constexpr int CONSUMERS = WARPS / 4 - 1, NQ = $(NQ);
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");
@@ -128,15 +132,15 @@ __device__ __forceinline__ void permute_t(Smem &s, int total, int ptid) {
 
 /* d (64 x N) (+)= A (registers, format of A) B (smem), one k-step of 32 */
 __device__ __forceinline__ void wgmma_dv(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.e4m3.$(tg) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
-               : $(dops(DV))
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DVP // 2 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(DVP)k32.f32.e4m3.$(tg) {$(dregs(DVP))}, {%$(DVP // 2), %$(DVP // 2 + 1), %$(DVP // 2 + 2), %$(DVP // 2 + 3)}, %$(DVP // 2 + 4), p, 1, 1;\n}\n"
+               : $(dops(DVP))
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
 }
 __device__ __forceinline__ void wgmma_dk(float (&d)[DQK / 2], const uint32_t (&a)[4], uint64_t db) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DQK // 2 + 5), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(DQK)k32.f32.$(tg).$(ty) {$(dregs(DQK))}, {%$(DQK // 2), %$(DQK // 2 + 1), %$(DQK // 2 + 2), %$(DQK // 2 + 3)}, %$(DQK // 2 + 4), p, 1, 1;\n}\n"
-               : $(dops(DQK))
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DQKP // 2 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(DQKP)k32.f32.$(tg).$(ty) {$(dregs(DQKP))}, {%$(DQKP // 2), %$(DQKP // 2 + 1), %$(DQKP // 2 + 2), %$(DQKP // 2 + 3)}, %$(DQKP // 2 + 4), p, 1, 1;\n}\n"
+               : $(dops(DQKP))
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "n"(1));
 }
 /* dQ (64 queries x NQ columns) (+)= dS^ (smem) K^ (smem) */
@@ -201,7 +205,7 @@ __device__ __forceinline__ void ds_tile(float (&sacc)[BM / 2], float (&dacc)[BM 
  * addresses formed once, and a thread's column pair (2t, 2t+1) of each 8-column chunk in one 8-byte store where
  * the layout keeps pairs aligned (per-element 64-bit index math made the scalar version ~26 instructions a
  * store: 5 % of the stall samples at S=4K) */
-template <int D, bool ADD = false>
+template <int D, int DREAL, bool ADD = false>   /* DREAL: the real columns (D rounded up to 64: the rest are zeros) */
 __device__ __forceinline__ void store_key_rows(const fa8_ten &t, const float (&x)[D / 2], float f, int key0, int kh, int b, int Sk) {
   float *r0 = (float *)t.ptr + (int64_t)b * t.sb + (int64_t)kh * t.sh + (int64_t)key0 * t.ss;
   float *rows[2] = { r0, r0 + 8 * t.ss };
@@ -210,7 +214,7 @@ __device__ __forceinline__ void store_key_rows(const fa8_ten &t, const float (&x
 #pragma unroll
   for (int i = 0; i < D / 2; i += 2) {
     const int r = (i >> 1) & 1, col = fa8_acc_col(i);
-    if (!ok[r]) continue;
+    if (!ok[r] || (i >> 2) * 8 >= DREAL) continue;   /* (the second test is compile-time: 8-column chunks) */
     if (ADD) {   /* a chunk of a split key tile (fa8_tail_split): sm_90 adds a pair in one RED */
       if (pairs) atomicAdd(reinterpret_cast<float2 *>(rows[r] + col), make_float2(x[i] * f, x[i + 1] * f));
       else atomicAdd(rows[r] + col, x[i] * f), atomicAdd(rows[r] + col + 1, x[i + 1] * f);
@@ -467,7 +471,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
     if (dq_deferred && it > 0 && threadIdx.x % 128 == 0) {
       /* the previous tile's dQ: its writers fenced before barrier 1; the read of the tile before it is done
        * before barrier 2, after which this tile's dQ overwrites that buffer */
-      fa8_dq_stage_issue<NQ>(&s.dqs[cw][(it - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
+      fa8_dq_stage_issue<NQ, DQ_BOUND>(&s.dqs[cw][(it - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
       fa8_bulk_wait_read<1>();
     }
     fa8_named_sync(2, 128 * CONSUMERS);   /* every warpgroup's dS^ chunk is in shared memory */
@@ -501,7 +505,7 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
         pend_h = h;
         pend_m0 = m0;
       } else {
-        fa8_dq_add<NQ>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
+        fa8_dq_add<NQ, DQ_BOUND>(a, prm.m.dq_vec, b, h, m0, cw * NQ, dq, up * ks_tile * c);
       }
     };
     /* the next tile's S^t, queued behind this tile's GEMMs; then their wait (the next S^t stays in flight) */
@@ -537,16 +541,16 @@ __global__ void __launch_bounds__(WARPS * 32, 1) bwd_kernel(const __grid_constan
   if (dq_deferred && total > 0) {   /* the last tile's dQ */
     fa8_fence_async_smem();
     fa8_named_sync(4 + cw, 128);
-    if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
+    if (threadIdx.x % 128 == 0) fa8_dq_stage_issue<NQ, DQ_BOUND>(&s.dqs[cw][(total - 1) & 1][0][0], &prm.m.tdq, b, pend_h, pend_m0, cw * NQ);
   }
   /* dK, dV of this warpgroup's keys: this CTA owns them, or adds its chunk's share (fa8_tail_split) or its query
    * heads' (HEAD_SPLIT) */
   if (blockIdx.x < prm.split.first && !(HEAD_SPLIT && prm.hsplit > 1)) {
-    store_key_rows<DQK>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
-    store_key_rows<DV>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+    store_key_rows<DQK, DQK_REAL>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
+    store_key_rows<DV, DV_REAL>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
   } else {
-    store_key_rows<DQK, true>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
-    store_key_rows<DV, true>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
+    store_key_rows<DQK, DQK_REAL, true>(a.dk, dk, fk_prev, key0, kh, b, a.Sk);
+    store_key_rows<DV, DV_REAL, true>(a.dv, dv, fv_prev, key0, kh, b, a.Sk);
   }
   /* the reduces' reads of shared memory must end before the CTA does; their writes complete with the grid (a full
    * wait here held each warpgroup's first warp for the L2 round trip before its dK/dV stores) */
@@ -560,8 +564,8 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   prm.a = *(const fa8_bwd_args *)args;
   const fa8_bwd_args &a = prm.a;
   cudaStream_t st = (cudaStream_t)stream;
-  if (const int e = fa8_bwd_maps_init(prm.m, a, DQK, DV, BM, BN, DQ_STAGED)) return e;
-  if (const int e = fa8_zero_rows<DQK>(a.dq, a.B, a.Sq, a.H, st)) return e;
+  if (const int e = fa8_bwd_maps_init(prm.m, a, DQK, DV, BM, BN, DQ_STAGED, DQK_REAL, DV_REAL)) return e;
+  if (const int e = fa8_zero_rows<DQK_REAL>(a.dq, a.B, a.Sq, a.H, st)) return e;
   const size_t smem = sizeof(Smem) + 1024;
   auto kernel = a.diag.pre ? bwd_kernel<true> : bwd_kernel<false>;
   cudaError_t ce = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
@@ -573,7 +577,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
     if constexpr (HEAD_SPLIT) {   /* (if constexpr: no zeroing kernel in the other instances' objects) */
       prm.hsplit = fa8_bwd_head_split(a.H / a.Hkv, QHEADS, a.Hkv);
       if (prm.hsplit > 1)
-        if (const int e = fa8_bwd_zero_keys<BN, DQK, DV>(a, 0, st)) return e;
+        if (const int e = fa8_bwd_zero_keys<BN, DQK_REAL, DV_REAL>(a, 0, st)) return e;
     }
     kernel<<<dim3(nkt, a.Hkv * prm.hsplit, a.B), WARPS * 32, smem, st>>>(prm);
   } else {
@@ -581,7 +585,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
     if (tiles > INT_MAX) return (int)cudaErrorInvalidConfiguration;   /* one CTA per key tile, kv head, batch */
     unsigned grid;
     if (const int e = fa8_tail_split_plan(prm.split, tiles, (a.H / a.Hkv) * ((a.Sq + BM - 1) / BM), grid)) return e;
-    if (const int e = fa8_bwd_split_prepare<BN, DQK, DV>(prm.split, a, st)) return e;
+    if (const int e = fa8_bwd_split_prepare<BN, DQK_REAL, DV_REAL>(prm.split, a, st)) return e;
     kernel<<<grid, WARPS * 32, smem, st>>>(prm);
   }
   return (int)cudaGetLastError();

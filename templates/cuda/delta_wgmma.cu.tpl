@@ -13,7 +13,10 @@
 #endif
 
 namespace {
-constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warps), STAGES = $(t.stages);
+constexpr int BM = $(BM), BN = $(BN), DQK = $(DQKP), DV = $(DVP), WARPS = $(t.warps), STAGES = $(t.stages);
+/* the real head dims: DQK, DV are them rounded up to a 64-byte chunk (d96 runs as d128; TMA zero-fills the boxes
+ * past the real columns, so they add nothing), and these bound the tensor maps and every plain store */
+constexpr int DQK_REAL = $(DQK), DV_REAL = $(DV);
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");
 constexpr float P_SCALE_LOG2 = $(P_SCALE_LOG2);   /* P comes out scaled for its cast (fa8_lse2_row): delta is a ratio */
@@ -244,13 +247,13 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   Params prm;
   prm.a = *(const fa8_delta_args *)args;
   const fa8_delta_args &a = prm.a;
-  const uint64_t dq_[4] = { (uint64_t)DQK, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+  const uint64_t dq_[4] = { (uint64_t)DQK_REAL, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
   const uint64_t sq_[3] = { (uint64_t)a.q.ss, (uint64_t)a.q.sh, (uint64_t)a.q.sb };
-  const uint64_t ddo[4] = { (uint64_t)DV, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+  const uint64_t ddo[4] = { (uint64_t)DV_REAL, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
   const uint64_t sdo[3] = { (uint64_t)a.do_hat.ss, (uint64_t)a.do_hat.sh, (uint64_t)a.do_hat.sb };
-  const uint64_t dk_[4] = { (uint64_t)DQK, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
+  const uint64_t dk_[4] = { (uint64_t)DQK_REAL, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
   const uint64_t sk_[3] = { (uint64_t)a.k.ss, (uint64_t)a.k.sh, (uint64_t)a.k.sb };
-  const uint64_t dv_[4] = { (uint64_t)DV, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
+  const uint64_t dv_[4] = { (uint64_t)DV_REAL, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
   const uint64_t sv_[3] = { (uint64_t)a.v.ss, (uint64_t)a.v.sh, (uint64_t)a.v.sb };
   int e = fa8_tma_map(&prm.tq, a.q.ptr, dq_, sq_, BM);
   if (!e) e = fa8_tma_map(&prm.tdo, a.do_hat.ptr, ddo, sdo, BM);
@@ -267,7 +270,7 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
 /* row dot products: one warp per row */
 constexpr int THREADS = 128;
 __global__ void __launch_bounds__(THREADS) delta_kernel(const fa8_delta_args a) {
-  fa8_delta_rowdot<FMT_GRAD, DV, $(MODE_STALE) == 1, $(MODE_SPLIT) == 1>(a, blockIdx.z, blockIdx.y, blockIdx.x * BM,
+  fa8_delta_rowdot<FMT_GRAD, DV_REAL, $(MODE_STALE) == 1, $(MODE_SPLIT) == 1>(a, blockIdx.z, blockIdx.y, blockIdx.x * BM,
                                                                        min(a.Sq, (blockIdx.x + 1) * BM));
 }
 }  // namespace

@@ -10,7 +10,7 @@
 /* dQ += a 64 x NQ fragment (already scaled by fq) at columns col0.., rows m0.., with the widest atomics the dQ
  * layout allows: sm_90 adds float2 / float4 in one RED, so the L2 sees 2-4x fewer atomic requests. For float4,
  * lanes 2k and 2k+1 swap pairs so the even lane owns columns c..c+3 of row r and the odd lane those of row r+8. */
-template <int NQ>
+template <int NQ, int DREAL = 1 << 30>   /* DREAL: dQ's real columns (a padded head dim's rest is zeros); 1 << 30: none */
 __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b, int h, int m0, int col0, const float (&dq)[NQ / 2],
                                            float fq) {
   float *base = (float *)a.dq.ptr + (int64_t)b * a.dq.sb + (int64_t)h * a.dq.sh;
@@ -24,7 +24,7 @@ __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b
       const float g0 = __shfl_xor_sync(0xffffffffu, s0, 1), g1 = __shfl_xor_sync(0xffffffffu, s1, 1);
       const int row = m0 + fa8_acc_row(odd ? i + 2 : i), col = col0 + fa8_acc_col(i) - (odd ? 2 : 0);
       const float4 v = odd ? make_float4(g0, g1, dq[i + 2], dq[i + 3]) : make_float4(dq[i], dq[i + 1], g0, g1);
-      if (row < a.Sq)
+      if (row < a.Sq && (DREAL >= (1 << 30) || col < DREAL))
         atomicAdd(reinterpret_cast<float4 *>(base + (int64_t)row * a.dq.ss + col),
                   make_float4(v.x * fq, v.y * fq, v.z * fq, v.w * fq));
     }
@@ -32,13 +32,13 @@ __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b
 #pragma unroll
     for (int i = 0; i < NQ / 2; i += 2) {
       const int row = m0 + fa8_acc_row(i), col = col0 + fa8_acc_col(i);
-      if (row < a.Sq) atomicAdd(reinterpret_cast<float2 *>(base + (int64_t)row * a.dq.ss + col), make_float2(dq[i] * fq, dq[i + 1] * fq));
+      if (row < a.Sq && (DREAL >= (1 << 30) || col < DREAL)) atomicAdd(reinterpret_cast<float2 *>(base + (int64_t)row * a.dq.ss + col), make_float2(dq[i] * fq, dq[i + 1] * fq));
     }
   } else {
 #pragma unroll
     for (int i = 0; i < NQ / 2; ++i) {
       const int row = m0 + fa8_acc_row(i), col = col0 + fa8_acc_col(i);
-      if (row < a.Sq) atomicAdd(base + (int64_t)row * a.dq.ss + col, dq[i] * fq);
+      if (row < a.Sq && (DREAL >= (1 << 30) || col < DREAL)) atomicAdd(base + (int64_t)row * a.dq.ss + col, dq[i] * fq);
     }
   }
 }
@@ -81,10 +81,11 @@ __device__ __forceinline__ void fa8_dq_stage_write_stm(float *stage, const float
 __device__ __forceinline__ constexpr int fa8_stm_row_of(int n) { return (n & 1) * 4 + (n >> 1); }
 /* the warpgroup's first thread, once every writer of `stage` has fenced its stores and passed a barrier with it:
  * the TMA reduce-adds of the NQ / 32 slabs as one bulk group */
-template <int NQ>
+template <int NQ, int DREAL = 1 << 30>   /* DREAL: dQ's real columns; a slab wholly past them is not issued */
 __device__ __forceinline__ void fa8_dq_stage_issue(const float *stage, const CUtensorMap *map, int b, int h, int m0, int col0) {
 #pragma unroll
-  for (int sl = 0; sl < NQ / 32; ++sl) fa8_tma_reduce_add(map, stage + sl * 64 * 32, col0 + sl * 32, m0, h, b);
+  for (int sl = 0; sl < NQ / 32; ++sl)
+    if (DREAL >= (1 << 30) || col0 + sl * 32 < DREAL) fa8_tma_reduce_add(map, stage + sl * 64 * 32, col0 + sl * 32, m0, h, b);
   fa8_bulk_commit();
 }
 template <int NQ>
@@ -105,22 +106,25 @@ struct fa8_bwd_maps {
   int dq_vec;   /* 4: dQ rows 16-byte aligned (float4 atomics), 2: 8-byte (float2), 1: scalar */
   int dq_tma;   /* dQ added by TMA reduce from shared memory (tdq valid); else atomics of dq_vec's width */
 };
-static inline int fa8_bwd_maps_init(fa8_bwd_maps &m, const fa8_bwd_args &a, int DQK, int DV, int BM, int BN, bool dq_staged) {
+static inline int fa8_bwd_maps_init(fa8_bwd_maps &m, const fa8_bwd_args &a, int DQK, int DV, int BM, int BN, bool dq_staged,
+                                    int DQK_REAL = 0, int DV_REAL = 0) {
+  /* the tensors' real head dims (0: DQK, DV); the boxes cover the padded DQK, DV, TMA zero-fills the rest */
+  const uint64_t rqk = (uint64_t)(DQK_REAL ? DQK_REAL : DQK), rv = (uint64_t)(DV_REAL ? DV_REAL : DV);
   const uint64_t sqp = (uint64_t)(a.Sq + 15) / 16 * 16, skp = (uint64_t)(a.Sk + 15) / 16 * 16;
   /* row layouts [B, S, heads, D] and transposed copies [B, heads, D, S padded to 16]: dims innermost first */
-  const uint64_t dk_[4] = { (uint64_t)DQK, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
+  const uint64_t dk_[4] = { rqk, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
   const uint64_t sk_[3] = { (uint64_t)a.k.ss, (uint64_t)a.k.sh, (uint64_t)a.k.sb };
-  const uint64_t dv_[4] = { (uint64_t)DV, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
+  const uint64_t dv_[4] = { rv, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
   const uint64_t sv_[3] = { (uint64_t)a.v.ss, (uint64_t)a.v.sh, (uint64_t)a.v.sb };
-  const uint64_t dkt[4] = { skp, (uint64_t)DQK, (uint64_t)a.Hkv, (uint64_t)a.B };
+  const uint64_t dkt[4] = { skp, rqk, (uint64_t)a.Hkv, (uint64_t)a.B };
   const uint64_t skt[3] = { (uint64_t)a.kt.sd, (uint64_t)a.kt.sh, (uint64_t)a.kt.sb };
-  const uint64_t dq_[4] = { (uint64_t)DQK, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+  const uint64_t dq_[4] = { rqk, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
   const uint64_t sq_[3] = { (uint64_t)a.q.ss, (uint64_t)a.q.sh, (uint64_t)a.q.sb };
-  const uint64_t ddo[4] = { (uint64_t)DV, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+  const uint64_t ddo[4] = { rv, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
   const uint64_t sdo[3] = { (uint64_t)a.do_hat.ss, (uint64_t)a.do_hat.sh, (uint64_t)a.do_hat.sb };
-  const uint64_t dqt[4] = { sqp, (uint64_t)DQK, (uint64_t)a.H, (uint64_t)a.B };
+  const uint64_t dqt[4] = { sqp, rqk, (uint64_t)a.H, (uint64_t)a.B };
   const uint64_t sqt[3] = { (uint64_t)a.qt.sd, (uint64_t)a.qt.sh, (uint64_t)a.qt.sb };
-  const uint64_t ddt[4] = { sqp, (uint64_t)DV, (uint64_t)a.H, (uint64_t)a.B };
+  const uint64_t ddt[4] = { sqp, rv, (uint64_t)a.H, (uint64_t)a.B };
   const uint64_t sdt[3] = { (uint64_t)a.dot.sd, (uint64_t)a.dot.sh, (uint64_t)a.dot.sb };
   int e = fa8_tma_map(&m.tk, a.k.ptr, dk_, sk_, BN);
   if (!e) e = fa8_tma_map(&m.tv, a.v.ptr, dv_, sv_, BN);
@@ -137,7 +141,7 @@ static inline int fa8_bwd_maps_init(fa8_bwd_maps &m, const fa8_bwd_args &a, int 
   /* TMA needs a 16-byte aligned base and strides: the float4 condition; a map the driver refuses falls back */
   m.dq_tma = 0;
   if (dq_staged && m.dq_vec == 4) {
-    const uint64_t ddq[4] = { (uint64_t)DQK, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+    const uint64_t ddq[4] = { rqk, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
     const uint64_t sdq[3] = { (uint64_t)a.dq.ss * 4, (uint64_t)a.dq.sh * 4, (uint64_t)a.dq.sb * 4 };
     m.dq_tma = fa8_tma_map_f32(&m.tdq, a.dq.ptr, ddq, sdq, BM) == 0;
   }

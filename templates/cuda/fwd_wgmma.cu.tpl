@@ -16,7 +16,10 @@
 #include "fa8_cuda_sm90.cuh"
 
 namespace {
-constexpr int BM = $(BM), BN = $(BN), DQK = $(DQK), DV = $(DV), WARPS = $(t.warps), STAGES = $(t.stages);
+constexpr int BM = $(BM), BN = $(BN), DQK = $(DQKP), DV = $(DVP), WARPS = $(t.warps), STAGES = $(t.stages);
+/* the real head dims: DQK, DV are them rounded up to a 64-byte chunk (d96 runs as d128; TMA zero-fills the boxes
+ * past the real columns, so they add nothing), and these bound the tensor maps and every plain store */
+constexpr int DQK_REAL = $(DQK), DV_REAL = $(DV);
 constexpr int CONSUMERS = WARPS / 4 - 1;
 constexpr fa8_fmt FMT = $(FMT);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false"), SPLIT = $(SPLIT == 1 and "true" or "false");
@@ -85,9 +88,9 @@ __device__ __forceinline__ void wgmma_qk(float (&d)[BN / 2], uint64_t da, uint64
  * (e5m2, docs/numerics.md "Forward") */
 % for _, at in ipairs({ "e4m3", "e5m2" }) do
 __device__ __forceinline__ void wgmma_pv_$(at)(float (&d)[DV / 2], const uint32_t (&a)[4], uint64_t db, int accumulate) {
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DV // 2 + 5), 0;\n"
-               "wgmma.mma_async.sync.aligned.m64n$(DV)k32.f32.$(at).$(ty) {$(dregs(DV))}, {%$(DV // 2), %$(DV // 2 + 1), %$(DV // 2 + 2), %$(DV // 2 + 3)}, %$(DV // 2 + 4), p, 1, 1;\n}\n"
-               : $(dops(DV))
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %$(DVP // 2 + 5), 0;\n"
+               "wgmma.mma_async.sync.aligned.m64n$(DVP)k32.f32.$(at).$(ty) {$(dregs(DVP))}, {%$(DVP // 2), %$(DVP // 2 + 1), %$(DVP // 2 + 2), %$(DVP // 2 + 3)}, %$(DVP // 2 + 4), p, 1, 1;\n}\n"
+               : $(dops(DVP))
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(accumulate));
 }
 % end
@@ -578,7 +581,7 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
      * throttled, with nothing left to overlap it), each pair rounded to BF16 by one hardware cvt (the portable
      * bit-twiddled rounding was ~6 instructions a value: 7 % of split's stall samples at S=4K) */
 #pragma unroll
-    for (int dt = 0; dt < DV / 8; ++dt) {
+    for (int dt = 0; dt < DV_REAL / 8; ++dt) {   /* the padded columns (past DV_REAL) hold zeros: not stored */
       const int col = dt * 8 + 2 * t;
       const float v0 = acc[4 * dt + 2 * r] * scale, v1 = acc[4 * dt + 2 * r + 1] * scale;
       const uint32_t ob = fa8_bf16x2_rn(v0, v1);
@@ -703,12 +706,13 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   Params prm;
   prm.a = *(const fa8_fwd_args *)args;
   const fa8_fwd_args &a = prm.a;
-  /* Q [B, Sq, H, DQK], K [B, Sk, Hkv, DQK], V^t [B, Hkv, DV, Sk padded to 16]: dims innermost first */
-  const uint64_t dq[4] = { (uint64_t)DQK, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+  /* Q [B, Sq, H, DQK], K [B, Sk, Hkv, DQK], V^t [B, Hkv, DV, Sk padded to 16]: dims innermost first, the real
+   * head dims (the boxes cover the padded ones) */
+  const uint64_t dq[4] = { (uint64_t)DQK_REAL, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
   const uint64_t sq[3] = { (uint64_t)a.q.ss, (uint64_t)a.q.sh, (uint64_t)a.q.sb };
-  const uint64_t dk[4] = { (uint64_t)DQK, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
+  const uint64_t dk[4] = { (uint64_t)DQK_REAL, (uint64_t)a.Sk, (uint64_t)a.Hkv, (uint64_t)a.B };
   const uint64_t sk[3] = { (uint64_t)a.k.ss, (uint64_t)a.k.sh, (uint64_t)a.k.sb };
-  const uint64_t dv[4] = { (uint64_t)(a.Sk + 15) / 16 * 16, (uint64_t)DV, (uint64_t)a.Hkv, (uint64_t)a.B };
+  const uint64_t dv[4] = { (uint64_t)(a.Sk + 15) / 16 * 16, (uint64_t)DV_REAL, (uint64_t)a.Hkv, (uint64_t)a.B };
   const uint64_t sv[3] = { (uint64_t)a.vt.sd, (uint64_t)a.vt.sh, (uint64_t)a.vt.sb };
   int e = fa8_tma_map(&prm.tq, a.q.ptr, dq, sq, BM);
   if (!e) e = fa8_tma_map(&prm.tk, a.k.ptr, dk, sk, BN);
