@@ -56,6 +56,9 @@ end
 -- Values a template sees. Keep logic here, substitutions in templates.
 local function template_env(c)
   local f, t = c.functional, c.tuning
+  -- the head dims the wgmma templates compute on (rounded up to a 64-byte chunk); quantizers have none
+  local dqkp, dvp
+  if f.hdim_qk or f.hdim then dqkp, dvp = constraints.wgmma_hdims(f) end
   return {
     c = c, f = f, t = t, name = c.name,
     FMT = "FA8_FMT_" .. f.fmt:upper(),
@@ -65,8 +68,7 @@ local function template_env(c)
     SPLIT = (f.variant == "split" or f.delta == "split") and 1 or 0,
     PER_TENSOR = f.scale == "tensor" and 1 or 0,
     DQK = f.hdim_qk or f.hdim, DV = f.hdim_v or f.hdim,
-    -- the wgmma templates compute on these (constraints.wgmma_hdims: rounded up to a 64-byte chunk)
-    DQKP = (f.hdim_qk or f.hdim) and ((f.hdim_qk or f.hdim) + 63) // 64 * 64, DVP = (f.hdim_v or f.hdim) and ((f.hdim_v or f.hdim) + 63) // 64 * 64,
+    DQKP = dqkp, DVP = dvp,
     BM = t.block_m, BN = t.block_n,
     VPERM = t.vperm and 1 or 0,   -- templates/cuda/fwd_wgmma: V^t's keys permuted in shared memory (schema.lua)
     UNITSKIP = t.unitskip and 1 or 0,   -- templates/cuda/fwd_wgmma: O's unit rescales skipped by a warp vote
