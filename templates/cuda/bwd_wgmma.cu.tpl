@@ -20,7 +20,7 @@ constexpr int BM = $(BM), BN = $(BN), DQK = $(DQKP), DV = $(DVP), WARPS = $(t.wa
 /* the real head dims: DQK, DV are them rounded up to a 64-byte chunk (d96 runs as d128; TMA zero-fills the boxes
  * past the real columns, so they add nothing), and these bound the tensor maps and every plain store */
 constexpr int DQK_REAL = $(DQK), DV_REAL = $(DV);
-constexpr int DQ_BOUND = DQK_REAL < DQK ? DQK_REAL : FA8_ALL_COLS;   /* dQ's column bound (fa8_col_real) */
+constexpr int DQ_BOUND = DQK_REAL < DQK ? DQK_REAL : FA8_ALL_COLS;   /* dQ's column bound (FA8_ALL_COLS: every column real) */
 constexpr int CONSUMERS = WARPS / 4 - 1, NQ = $(NQ);
 constexpr fa8_fmt FMT = $(FMT), FMT_GRAD = $(FMT_GRAD);
 constexpr bool CAUSAL = $(CAUSAL == 1 and "true" or "false");

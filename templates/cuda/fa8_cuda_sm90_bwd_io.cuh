@@ -8,15 +8,15 @@
 #include "fa8_cuda_sm90_bwd.cuh"
 
 /* dQ's column bound for the helpers below: a padded head dim's real columns (the rest is zeros, never stored), or
- * FA8_ALL_COLS where every column is real (the test folds away at compile time) */
+ * FA8_ALL_COLS where every column is real; each helper tests `DREAL >= FA8_ALL_COLS || col < DREAL` inline, which
+ * folds away at compile time (the same test in a helper function moved ptxas's schedule: the d96 E5M2-gradient causal
+ * backward's statistics variant spilled 4 bytes, H100 check-sass 2026-12-06) */
 constexpr int FA8_ALL_COLS = 1 << 30;
-template <int DREAL>
-__device__ __forceinline__ bool fa8_col_real(int col) { return DREAL >= FA8_ALL_COLS || col < DREAL; }
 
 /* dQ += a 64 x NQ fragment (already scaled by fq) at columns col0.., rows m0.., with the widest atomics the dQ
  * layout allows: sm_90 adds float2 / float4 in one RED, so the L2 sees 2-4x fewer atomic requests. For float4,
  * lanes 2k and 2k+1 swap pairs so the even lane owns columns c..c+3 of row r and the odd lane those of row r+8. */
-template <int NQ, int DREAL = FA8_ALL_COLS>   /* DREAL: dQ's real columns (fa8_col_real) */
+template <int NQ, int DREAL = FA8_ALL_COLS>   /* DREAL: dQ's real columns (FA8_ALL_COLS: all) */
 __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b, int h, int m0, int col0, const float (&dq)[NQ / 2],
                                            float fq) {
   float *base = (float *)a.dq.ptr + (int64_t)b * a.dq.sb + (int64_t)h * a.dq.sh;
@@ -30,7 +30,7 @@ __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b
       const float g0 = __shfl_xor_sync(0xffffffffu, s0, 1), g1 = __shfl_xor_sync(0xffffffffu, s1, 1);
       const int row = m0 + fa8_acc_row(odd ? i + 2 : i), col = col0 + fa8_acc_col(i) - (odd ? 2 : 0);
       const float4 v = odd ? make_float4(g0, g1, dq[i + 2], dq[i + 3]) : make_float4(dq[i], dq[i + 1], g0, g1);
-      if (row < a.Sq && fa8_col_real<DREAL>(col))
+      if (row < a.Sq && (DREAL >= FA8_ALL_COLS || col < DREAL))
         atomicAdd(reinterpret_cast<float4 *>(base + (int64_t)row * a.dq.ss + col),
                   make_float4(v.x * fq, v.y * fq, v.z * fq, v.w * fq));
     }
@@ -38,13 +38,13 @@ __device__ __forceinline__ void fa8_dq_add(const fa8_bwd_args &a, int vec, int b
 #pragma unroll
     for (int i = 0; i < NQ / 2; i += 2) {
       const int row = m0 + fa8_acc_row(i), col = col0 + fa8_acc_col(i);
-      if (row < a.Sq && fa8_col_real<DREAL>(col)) atomicAdd(reinterpret_cast<float2 *>(base + (int64_t)row * a.dq.ss + col), make_float2(dq[i] * fq, dq[i + 1] * fq));
+      if (row < a.Sq && (DREAL >= FA8_ALL_COLS || col < DREAL)) atomicAdd(reinterpret_cast<float2 *>(base + (int64_t)row * a.dq.ss + col), make_float2(dq[i] * fq, dq[i + 1] * fq));
     }
   } else {
 #pragma unroll
     for (int i = 0; i < NQ / 2; ++i) {
       const int row = m0 + fa8_acc_row(i), col = col0 + fa8_acc_col(i);
-      if (row < a.Sq && fa8_col_real<DREAL>(col)) atomicAdd(base + (int64_t)row * a.dq.ss + col, dq[i] * fq);
+      if (row < a.Sq && (DREAL >= FA8_ALL_COLS || col < DREAL)) atomicAdd(base + (int64_t)row * a.dq.ss + col, dq[i] * fq);
     }
   }
 }
@@ -91,7 +91,7 @@ template <int NQ, int DREAL = FA8_ALL_COLS>   /* DREAL: dQ's real columns; a sla
 __device__ __forceinline__ void fa8_dq_stage_issue(const float *stage, const CUtensorMap *map, int b, int h, int m0, int col0) {
 #pragma unroll
   for (int sl = 0; sl < NQ / 32; ++sl)
-    if (fa8_col_real<DREAL>(col0 + sl * 32)) fa8_tma_reduce_add(map, stage + sl * 64 * 32, col0 + sl * 32, m0, h, b);
+    if (DREAL >= FA8_ALL_COLS || col0 + sl * 32 < DREAL) fa8_tma_reduce_add(map, stage + sl * 64 * 32, col0 + sl * 32, m0, h, b);
   fa8_bulk_commit();
 }
 template <int NQ>
