@@ -106,7 +106,7 @@ int cli_bench(int argc, char **argv) {
     fa8_delta_mode m;
     h_delta_from_name(tok, &m);   /* checked above */
     names[n] = tok;
-    h_views(&d, m, &k[n].p, &k[n].f, &k[n].b);
+    h_timed_views(&d, m, &k[n].p, &k[n].f, &k[n].b);
     k[n].p.collect_stats = 0;
     k[n].ws = NULL; k[n].wsb = 0;
     if (fa8_dispatch(&k[n].p, &dn[n]) != FA8_OK) { fprintf(stderr, "fa8 bench: %s: %s\n", tok, fa8_last_error()); rc = 1; }

@@ -258,6 +258,11 @@ void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *pp, fa8_fwd_tensors *f
   *pp = p; *fp = f; *bp = b;
 }
 
+void h_timed_views(h_data *d, fa8_delta_mode mode, fa8_problem *p, fa8_fwd_tensors *f, fa8_bwd_tensors *b) {
+  h_views(d, mode, p, f, b);
+  f->o_f32.data = NULL;
+}
+
 fa8_status h_run(h_data *d, fa8_delta_mode mode) {
   fa8_problem p;
   fa8_fwd_tensors f;

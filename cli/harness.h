@@ -58,6 +58,10 @@ void h_fill(h_data *d, const h_inputs *in);
 fa8_status h_quantize(h_data *d);
 /* The problem and tensor views h_run uses (host or device buffers), for callers that time the calls. */
 void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *p, fa8_fwd_tensors *f, fa8_bwd_tensors *b);
+/* h_views for timing (fa8 bench, fa8 tune): the forward writes what a training step asks for, O in BF16 (split: and
+ * its remainder) and the LSE, without the FP32 copy of O that only the accuracy checks read (writing it cost the d128
+ * forward 1.4 % and its causal run 2.7 % on an H100, bench/NOTES.md, 2026-12-06) */
+void h_timed_views(h_data *d, fa8_delta_mode mode, fa8_problem *p, fa8_fwd_tensors *f, fa8_bwd_tensors *b);
 /* Forward + backward in the given delta mode (stats collected). Returns fa8_status. */
 fa8_status h_run(h_data *d, fa8_delta_mode mode);
 

@@ -99,7 +99,7 @@ static int call_once(void *ctx) {
   fa8_problem p;
   fa8_fwd_tensors f;
   fa8_bwd_tensors b;
-  h_views(d, r->mode, &p, &f, &b);
+  h_timed_views(d, r->mode, &p, &f, &b);
   p.instance = r->name;
   p.collect_stats = 0;
   return r->backward ? fa8_backward(&p, &b, NULL, 0, NULL) != FA8_OK : fa8_forward(&p, &f, NULL, 0, NULL) != FA8_OK;
