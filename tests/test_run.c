@@ -116,6 +116,60 @@ Test(run, outputs_equal_library_call) {
   }
 }
 
+static int same_tensor(const fa8_tensor *a, const fa8_tensor *b) {
+  return a->data == b->data && a->dtype == b->dtype && memcmp(a->stride, b->stride, sizeof a->stride) == 0;
+}
+static int same_problem(const fa8_problem *a, const fa8_problem *b) {
+  return a->batch == b->batch && a->seqlen_q == b->seqlen_q && a->seqlen_k == b->seqlen_k && a->heads == b->heads &&
+         a->kv_heads == b->kv_heads && a->hdim_qk == b->hdim_qk && a->hdim_v == b->hdim_v && a->causal == b->causal &&
+         a->softmax_scale == b->softmax_scale && a->delta == b->delta && a->fmt_qkv == b->fmt_qkv &&
+         a->fmt_grad == b->fmt_grad && a->backend == b->backend && a->scale_rows == b->scale_rows &&
+         a->collect_stats == b->collect_stats;
+}
+/* fa8 bench and fa8 tune time through h_timed_views: the same problem and tensors as h_views but for the FP32 copy of
+ * O, which the forward then leaves alone, with O, its remainder and the LSE bit for bit the same */
+Test(run, timed_views_drop_only_the_fp32_copy) {
+  h_data d;
+  setup_problem(&d, 1);
+  cr_assert_eq(h_quantize(&d), FA8_OK);
+  const fa8_delta_mode modes[] = { FA8_DELTA_STALE, FA8_DELTA_SPLIT };
+  for (int m = 0; m < 2; ++m) {
+    fa8_problem p, pt;
+    fa8_fwd_tensors f, ft;
+    fa8_bwd_tensors b, bt;
+    h_views(&d, modes[m], &p, &f, &b);
+    h_timed_views(&d, modes[m], &pt, &ft, &bt);
+    cr_assert_not_null(f.o_f32.data);
+    cr_assert_null(ft.o_f32.data, "the timed forward still writes the FP32 copy of O");
+    cr_assert(same_problem(&p, &pt), "h_timed_views' problem differs from h_views'");
+    const fa8_tensor *ten[][2] = { { &f.q.data, &ft.q.data }, { &f.k.data, &ft.k.data }, { &f.v.data, &ft.v.data },
+                                   { &f.q.data_t, &ft.q.data_t }, { &f.k.data_t, &ft.k.data_t }, { &f.v.data_t, &ft.v.data_t },
+                                   { &f.o, &ft.o }, { &f.o_rem, &ft.o_rem }, { &f.lse, &ft.lse }, { &b.dout, &bt.dout },
+                                   { &b.delta, &bt.delta }, { &b.dq, &bt.dq }, { &b.dk, &bt.dk }, { &b.dv, &bt.dv } };
+    for (size_t i = 0; i < sizeof ten / sizeof ten[0]; ++i)
+      cr_assert(same_tensor(ten[i][0], ten[i][1]), "h_timed_views differs from h_views in tensor %zu", i);
+    cr_assert(f.q.scales == ft.q.scales && f.k.scales == ft.k.scales && f.v.scales == ft.v.scales && b.stats == bt.stats);
+    cr_assert_eq(fa8_forward(&p, &f, NULL, 0, NULL), FA8_OK, "%s", fa8_last_error());
+    uint16_t *o = malloc(sizeof *o * (size_t)d.no), *orem = malloc(sizeof *orem * (size_t)d.no);
+    float *lse = malloc(sizeof *lse * (size_t)d.nrow);
+    cr_assert(o && orem && lse);
+    memcpy(o, d.o, sizeof *o * (size_t)d.no);
+    memcpy(orem, d.orem, sizeof *orem * (size_t)d.no);
+    memcpy(lse, d.lse, sizeof *lse * (size_t)d.nrow);
+    for (int64_t i = 0; i < d.no; ++i) d.o32[i] = NAN;
+    h_timed_views(&d, modes[m], &pt, &ft, &bt);
+    cr_assert_eq(fa8_forward(&pt, &ft, NULL, 0, NULL), FA8_OK, "%s", fa8_last_error());
+    for (int64_t i = 0; i < d.no; ++i) cr_assert(isnan(d.o32[i]), "o_f32[%lld] written by the timed forward", (long long)i);
+    cr_assert(memcmp(o, d.o, sizeof *o * (size_t)d.no) == 0, "O differs without the FP32 copy");
+    if (modes[m] == FA8_DELTA_SPLIT) cr_assert(memcmp(orem, d.orem, sizeof *orem * (size_t)d.no) == 0, "O's remainder differs");
+    cr_assert(memcmp(lse, d.lse, sizeof *lse * (size_t)d.nrow) == 0, "the LSE differs without the FP32 copy");
+    free(o);
+    free(orem);
+    free(lse);
+  }
+  h_free(&d);
+}
+
 /* every refusal: exit status 2 (bad input) and a message naming the file and the problem */
 static void expect_refusal(const char *extra, const char *needle1, const char *needle2) {
   char out[4096], args[1024];
