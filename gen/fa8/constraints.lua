@@ -36,6 +36,17 @@ function M.wgmma_hdims(f)
   local qk, v = f.hdim_qk or f.hdim, f.hdim_v or f.hdim
   return up(qk, 64), up(v, 64)
 end
+-- templates/cuda/fwd_wgmma's O staging (its O_TMA): one 64 x v BF16 tile per consumer warpgroup, two for split (O and
+-- its remainder), written by stmatrix and stored by TMA; 0 where Q and the K / V ring leave no room (the kernel keeps
+-- plain stores). Same-call H100 A/B at S=8K d128 (bench/NOTES.md, v30): forward -1.1 % stale, -1.7 % causal, split -3.2 %
+-- and causal split -3.8 %.
+function M.wgmma_fwd_o_staging(cfg)
+  local f, t = cfg.functional, cfg.tuning
+  local qk, v = M.wgmma_hdims(f)
+  local bytes = (t.warps // 4 - 1) * (f.variant == "split" and 2 or 1) * 64 * v * 2
+  local ring = t.block_m * qk + t.stages * t.block_n * (qk + v)
+  return ring + bytes + 2048 <= cfg.target.smem_bytes and bytes or 0
+end
 local QROWS_BYTES = 5 * 64 * F32   -- fa8_cuda_sm90_bwd.cuh's fa8_qrows (64 queries)
 function M.cuda_smem(cfg)
   local f, t = cfg.functional, cfg.tuning
@@ -56,7 +67,9 @@ function M.cuda_smem(cfg)
   qk, v = M.wgmma_hdims(f)
   local bytes
   if f.dir == "fwd" then   -- templates/cuda/fwd_wgmma.cu.tpl: q, k ring, vt ring, kvs, mbarriers, last[], q_empty
+    -- + O's staging for the TMA store, or the 1 KB placeholder where it does not fit
     bytes = bm * qk + st * bn * (qk + v) + st * 4 * F32 + 8 + 3 * st * 8 + up(st * 4, 8) + 8
+      + math.max(M.wgmma_fwd_o_staging(cfg), 1024)
   elseif f.dir == "bwd" then   -- templates/cuda/bwd_wgmma.cu.tpl
     local nq = qk // nc
     local dqs = nq % 32 == 0 and 2 * qk * bm * F32 or 2 * nc * F32   -- dQ staging slabs (or one float each)

@@ -72,6 +72,8 @@ local function template_env(c)
     BM = t.block_m, BN = t.block_n,
     VPERM = t.vperm and 1 or 0,   -- templates/cuda/fwd_wgmma: V^t's keys permuted in shared memory (schema.lua)
     UNITSKIP = t.unitskip and 1 or 0,   -- templates/cuda/fwd_wgmma: O's unit rescales skipped by a warp vote
+    -- templates/cuda/fwd_wgmma: O leaves through a TMA store from shared staging (constraints.wgmma_fwd_o_staging)
+    O_TMA = c.target.backend == "cuda" and t.pipeline == "wgmma" and f.dir == "fwd" and constraints.wgmma_fwd_o_staging(c) > 0 and 1 or 0,
     QHEADS = t.qheads or 0,   -- templates/cuda/bwd_wgmma*: query heads per CTA of a causal GQA grid (0: the group)
     -- preprocessor switches must be literals: enum constants read as 0 inside #if
     MODE_STALE = f.delta == "stale" and 1 or 0, MODE_DOHAT = f.delta == "dohat" and 1 or 0,

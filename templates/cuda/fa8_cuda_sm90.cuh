@@ -300,6 +300,11 @@ __device__ __forceinline__ void fa8_tma_reduce_add(const CUtensorMap *map, const
   asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
                ::"l"((uint64_t)map), "r"(fa8_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
 }
+/* global = one box of shared memory (TMA store), tracked by this thread's bulk group */
+__device__ __forceinline__ void fa8_tma_store(const CUtensorMap *map, const void *src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n"
+               ::"l"((uint64_t)map), "r"(fa8_smem_addr(src)), "r"(c0), "r"(c1), "r"(c2), "r"(c3) : "memory");
+}
 __device__ __forceinline__ void fa8_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
 /* at most N of this thread's bulk groups still read their shared-memory source */
 template <int N> __device__ __forceinline__ void fa8_bulk_wait_read() {
@@ -360,6 +365,11 @@ static inline int fa8_tma_encode(CUtensorMap *map, CUtensorMapDataType type, con
 static inline int fa8_tma_map(CUtensorMap *map, const void *base, const uint64_t dims[4], const uint64_t strides[3],
                               uint32_t rows) {
   return fa8_tma_encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, base, dims, strides, FA8_CHUNK, rows, CU_TENSOR_MAP_SWIZZLE_64B);
+}
+/* BF16 outputs (the forward's O): boxes of [64 elements][rows], 128-byte swizzle */
+static inline int fa8_tma_map_bf16(CUtensorMap *map, const void *base, const uint64_t dims[4], const uint64_t strides[3],
+                                   uint32_t rows) {
+  return fa8_tma_encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, base, dims, strides, 64, rows, CU_TENSOR_MAP_SWIZZLE_128B);
 }
 /* FP32 (dQ's reduce target): boxes of [32 floats][rows], 128-byte swizzle */
 static inline int fa8_tma_map_f32(CUtensorMap *map, const void *base, const uint64_t dims[4], const uint64_t strides[3],

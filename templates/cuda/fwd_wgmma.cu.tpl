@@ -55,7 +55,14 @@ static_assert(fa8_regs_fit<WARPS * 32, PRODUCER_REGS, CONSUMER_REGS>(), "setmaxn
  * amax scales) and -4.0 % (power-of-two), and d64 +4.7 %, d256 +1.0 %, split d128 +2.0 %: the tuner decides. */
 constexpr bool SKIP_UNIT_RESCALE = $(UNITSKIP == 1 and "true" or "false");
 
+/* O through a TMA store: each consumer warpgroup writes its 64 x DV BF16 O tile (split: and O's remainder) by stmatrix
+ * into a 128-byte-swizzled staging tile, and one of its threads stores it with TMA (whole-line writes; the warpgroup
+ * moves on while the store drains). Where Q and the ring leave room: gen/fa8/constraints.lua wgmma_fwd_o_staging
+ * decides and sizes it (H100 A/B, bench/NOTES.md v30: forward -1.1 % stale, -3.2 % split, -1.7 / -3.8 % causal). */
+constexpr bool O_TMA = $(O_TMA == 1 and "true" or "false");
+constexpr int OST_TILES = SPLIT ? 2 : 1;
 struct Smem {   /* every chunk is a multiple of 1024 bytes; the base is aligned to 1024 at run time */
+  uint8_t ost[O_TMA ? CONSUMERS * OST_TILES : 1][O_TMA ? 64 * DV * 2 : 1024];   /* [warpgroup][O, remainder]: 64-column chunks of 64 x 128 bytes */
   uint8_t q[QCH][BM * FA8_CHUNK];
   uint8_t k[STAGES][QCH][BN * FA8_CHUNK];
   uint8_t vt[STAGES][VCH][DV * FA8_CHUNK];
@@ -73,6 +80,8 @@ constexpr unsigned KV_BYTES = BN * DQK + DV * BN;
 struct Params {
   fa8_fwd_args a;
   CUtensorMap tq, tk, tvt;
+  CUtensorMap to, torem;   /* O and split's remainder, BF16, boxes of 64 columns x 64 rows (O_TMA) */
+  int o_tma;               /* O (and the remainder) leave by TMA stores: O_TMA and both maps encoded */
   /* the outputs' column pairs are aligned for one 32-bit (BF16) / 64-bit (FP32) store: base and strides */
   int o_pairs, rem_pairs, of_pairs;
 };
@@ -568,6 +577,74 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
   const int *row = c.row;
   float *acc = c.acc, *m = c.m, *l = c.l;
   const float f_prev = c.f_prev;
+  /* O_TMA's epilogue has its own copy of the LSE and FP32-copy stores: one loop shared with the plain stores below
+   * (255 static instructions fewer) moved ptxas's schedule of the whole kernel and lost the gain in a same-call H100
+   * A/B (causal forward +2.8 %, split's -3.2 % gone; bench/NOTES.md v30) */
+  if constexpr (O_TMA) {
+    if (prm.o_tma) {
+      const int cw = wg - 1, ltid = threadIdx.x % 128;
+      /* the staging tiles are free once this warpgroup's previous TMA store has read them */
+      if (ltid == 0) fa8_bulk_wait_read<0>();
+      fa8_named_sync(4 + cw, 128);
+      float sc[2], lsum[2];
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        lsum[r] = fa8_quad_sum(l[r]);
+        sc[r] = lsum[r] > 0.0f ? f_prev / lsum[r] : 0.0f;   /* no visible key (or a row past Sq): zeros, clipped */
+      }
+      /* stmatrix x4: matrices (rows +0, cols dt), (+8, dt), (+0, dt + 1), (+8, dt + 1); lane l addresses row l % 8 of
+       * matrix l / 8; a thread's pair of each matrix is its accumulator pair (row g, columns 2t, 2t + 1) */
+      const int lane = threadIdx.x & 31, mi = lane >> 3;
+      const int srow = ((ltid >> 5) * 16) + 8 * (mi & 1) + (lane & 7);
+      const uint32_t o0 = fa8_smem_addr(&s.ost[cw * OST_TILES][0]);
+#pragma unroll
+      for (int dt = 0; dt < DV / 8; dt += 2) {
+        const int col = 8 * (dt + (mi >> 1));
+        const uint32_t off = (uint32_t)((col / 64) * 64 * 128 + srow * 128 + ((((col % 64) / 8) ^ (srow & 7)) * 16));
+        uint32_t w[4], rm[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int r = q & 1, d = dt + (q >> 1);
+          const float v0 = acc[4 * d + 2 * r] * sc[r], v1 = acc[4 * d + 2 * r + 1] * sc[r];
+          w[q] = fa8_bf16x2_rn(v0, v1);
+          if (SPLIT) rm[q] = fa8_bf16x2_rn(v0 - fa8_f32_from_bf16((uint16_t)w[q]), v1 - fa8_f32_from_bf16((uint16_t)(w[q] >> 16)));
+        }
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(o0 + off), "r"(w[0]), "r"(w[1]),
+                     "r"(w[2]), "r"(w[3]) : "memory");
+        if (SPLIT)
+          asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(o0 + 64 * DV * 2 + off),
+                       "r"(rm[0]), "r"(rm[1]), "r"(rm[2]), "r"(rm[3]) : "memory");
+      }
+      fa8_fence_async_smem();
+      fa8_named_sync(4 + cw, 128);
+      if (ltid == 0) {
+        const int r0 = tl.m0 + cw * 64;
+#pragma unroll
+        for (int ch = 0; ch < DV / 64; ++ch) {
+          fa8_tma_store(&prm.to, &s.ost[cw * OST_TILES][ch * 64 * 128], ch * 64, r0, h, b);
+          if (SPLIT) fa8_tma_store(&prm.torem, &s.ost[cw * OST_TILES + 1][ch * 64 * 128], ch * 64, r0, h, b);
+        }
+        fa8_bulk_commit();
+      }
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        if (row[r] >= a.Sq) continue;
+        if (t == 0)
+          a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = lsum[r] > 0.0f ? (m[r] + (log2f(lsum[r]) - P_SCALE_LOG2)) * FA8_LN2 : -INFINITY;
+        if (a.o_f32.ptr) {   /* the optional FP32 copy (the accuracy checks ask for it) by plain stores */
+          float *of = (float *)a.o_f32.ptr + (int64_t)b * a.o_f32.sb + (int64_t)row[r] * a.o_f32.ss + (int64_t)h * a.o_f32.sh;
+#pragma unroll
+          for (int dt = 0; dt < DV_REAL / 8; ++dt) {
+            const int col = dt * 8 + 2 * t;
+            const float v0 = acc[4 * dt + 2 * r] * sc[r], v1 = acc[4 * dt + 2 * r + 1] * sc[r];
+            if (prm.of_pairs) *reinterpret_cast<float2 *>(of + col) = make_float2(v0, v1);
+            else { of[col] = v0; of[col + 1] = v1; }
+          }
+        }
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const float lsum = fa8_quad_sum(l[r]);
@@ -700,6 +777,9 @@ __global__ void __launch_bounds__(WARPS * 32, 1) fwd_kernel(const __grid_constan
   } else {
     consume_tile(prm, s, wg, tl0, 0, 0);
   }
+  if constexpr (O_TMA) {
+    if (prm.o_tma && threadIdx.x % 128 == 0) fa8_bulk_wait<0>();   /* the staging tiles stay until the stores read them */
+  }
 }
 }  // namespace
 
@@ -725,6 +805,16 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   prm.o_pairs = pairs(a.o, 2);
   prm.rem_pairs = a.o_rem.ptr && pairs(a.o_rem, 2);
   prm.of_pairs = a.o_f32.ptr && pairs(a.o_f32, 4);
+  prm.o_tma = 0;
+  if (O_TMA) {   /* a tensor the TMA cannot map (base or strides not 16-byte aligned) keeps the plain stores */
+    const uint64_t dout[4] = { (uint64_t)DV_REAL, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+    const uint64_t so[3] = { (uint64_t)a.o.ss * 2, (uint64_t)a.o.sh * 2, (uint64_t)a.o.sb * 2 };
+    prm.o_tma = fa8_tma_map_bf16(&prm.to, a.o.ptr, dout, so, 64) == 0;
+    if (SPLIT && prm.o_tma) {
+      const uint64_t sr[3] = { (uint64_t)a.o_rem.ss * 2, (uint64_t)a.o_rem.sh * 2, (uint64_t)a.o_rem.sb * 2 };
+      prm.o_tma = fa8_tma_map_bf16(&prm.torem, a.o_rem.ptr, dout, sr, 64) == 0;
+    }
+  }
   const size_t smem = sizeof(Smem) + 1024;
   cudaError_t ce = cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
   if (ce != cudaSuccess) return (int)ce;
