@@ -778,6 +778,66 @@ Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
   h_free(&d);
 }
 
+/* The wgmma forward writes O (and split's remainder) through a TMA store where the tensor map accepts O's layout, and
+ * with plain stores where it does not (a base or row stride that is not a multiple of 16 bytes). The suite's
+ * tensors are contiguous, so this reruns the forward into padded rows filled with NaN: dispatch picks the same
+ * kernel (it looks at the inputs only), and the plain stores must write the same bits as the TMA store did, every
+ * element included (both round the same FP32 values), the LSE unchanged. */
+Test(gpu, forward_plain_stores_on_padded_rows, .timeout = 300) {
+  require_gpu();
+  const geom *g = NULL;
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0] && !g; ++i)
+    if (GEOMS[i].all_modes && GEOMS[i].Sq >= 256 && geom_in_build(&GEOMS[i])) g = &GEOMS[i];
+  if (!g) cr_skip_test("no all-modes geometry in this build");
+  h_data d;
+  gpu_problem(g, &d);
+  const int64_t B = d.cfg.p.batch, Sq = d.cfg.p.seqlen_q, HD = (int64_t)d.cfg.p.heads * d.cfg.p.hdim_v;
+  uint16_t *keep_o = malloc((size_t)d.no * 2), *keep_rem = malloc((size_t)d.no * 2), *nan = malloc((size_t)d.no * 2);
+  float *keep_lse = malloc((size_t)d.nrow * 4);
+  cr_assert(keep_o && keep_rem && nan && keep_lse, "out of memory");
+  memset(nan, 0xFF, (size_t)d.no * 2);   /* BF16 (and, for the LSE, FP32) NaN; d.no * 2 >= d.nrow * 4 bytes */
+  const fa8_delta_mode modes[] = { FA8_DELTA_STALE, FA8_DELTA_SPLIT };
+  for (size_t m = 0; m < sizeof modes / sizeof modes[0]; ++m) {
+    const fa8_delta_mode mode = modes[m];
+    const int split = mode == FA8_DELTA_SPLIT;
+    cr_assert_eq(run_forward(&d, mode, NULL), FA8_OK, "%s %s: %s", g->name, h_delta_name(mode), fa8_last_error());
+    memcpy(keep_o, d.o, (size_t)d.no * 2);
+    memcpy(keep_rem, d.orem, (size_t)d.no * 2);
+    memcpy(keep_lse, d.lse, (size_t)d.nrow * 4);
+    fa8_problem p;
+    fa8_fwd_tensors f;
+    fa8_bwd_tensors bt;
+    h_timed_views(&d, mode, &p, &f, &bt);   /* as training calls it: no FP32 copy of O */
+    void *po = padded_rows_on_gpu(nan, 2, B, Sq, HD, &f.o);
+    void *pr = split ? padded_rows_on_gpu(nan, 2, B, Sq, HD, &f.o_rem) : NULL;
+    cr_assert(h_gpu_put(d.g.lse, nan, (size_t)d.nrow * 4) == 0, "device copy failed");   /* an LSE left unwritten shows */
+    const fa8_status st = fa8_forward(&p, &f, NULL, 0, NULL);
+    cr_assert_eq(st, FA8_OK, "%s %s: forward into padded rows: %s", g->name, h_delta_name(mode), fa8_last_error());
+    cr_assert(h_gpu_get(d.lse, d.g.lse, (size_t)d.nrow * 4) == 0, "copy back failed");
+    unpad_rows_from_gpu(d.o, po, 2, B, Sq, HD);
+    if (split) unpad_rows_from_gpu(d.orem, pr, 2, B, Sq, HD);
+    h_gpu_free(po);
+    if (pr) h_gpu_free(pr);
+    int64_t diff_o = 0, diff_rem = 0, diff_lse = 0;
+    for (int64_t i = 0; i < d.no; ++i) {
+      diff_o += d.o[i] != keep_o[i];
+      diff_rem += split && d.orem[i] != keep_rem[i];
+    }
+    for (int64_t i = 0; i < d.nrow; ++i) diff_lse += memcmp(&d.lse[i], &keep_lse[i], 4) != 0;
+    fprintf(stderr, "[gpu-padded-o] %-30s %-7s elements differing from the contiguous run: O %lld, O_rem %lld, LSE %lld\n",
+            g->name, h_delta_name(mode), (long long)diff_o, (long long)diff_rem, (long long)diff_lse);
+    cr_expect_eq(diff_o, 0, "%s %s: %lld of %lld O elements differ on padded rows", g->name, h_delta_name(mode),
+                 (long long)diff_o, (long long)d.no);
+    cr_expect_eq(diff_rem, 0, "%s %s: %lld O_rem elements differ on padded rows", g->name, h_delta_name(mode), (long long)diff_rem);
+    cr_expect_eq(diff_lse, 0, "%s %s: %lld LSE values differ on padded rows", g->name, h_delta_name(mode), (long long)diff_lse);
+  }
+  free(keep_o);
+  free(keep_rem);
+  free(keep_lse);
+  free(nan);
+  h_free(&d);
+}
+
 /* Bad input on the GPU path is refused like on the CPU: a missing transposed copy is named. */
 Test(gpu, refuses_missing_transposed_copy) {
   require_gpu();
