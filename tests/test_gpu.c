@@ -706,6 +706,13 @@ static void *padded_rows_on_gpu(const void *host, int elem, int64_t B, int64_t S
   return g;
 }
 
+/* The geometry the padded-rows tests rerun: the first of this build's with every delta mode and 256+ query rows */
+static const geom *padded_rows_geom(void) {
+  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0]; ++i)
+    if (GEOMS[i].all_modes && GEOMS[i].Sq >= 256 && geom_in_build(&GEOMS[i])) return &GEOMS[i];
+  return NULL;
+}
+
 /* The padded device rows of padded_rows_on_gpu (elem bytes each) back into a contiguous host array. */
 static void unpad_rows_from_gpu(void *host, const void *g, int elem, int64_t B, int64_t S, int64_t HD) {
   const int64_t row = HD + PAD_ELEMS;
@@ -723,9 +730,7 @@ static void unpad_rows_from_gpu(void *host, const void *g, int elem, int64_t B, 
  * is added without the 16-byte TMA reduce. */
 Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
   require_gpu();
-  const geom *g = NULL;
-  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0] && !g; ++i)
-    if (GEOMS[i].all_modes && GEOMS[i].Sq >= 256 && geom_in_build(&GEOMS[i])) g = &GEOMS[i];
+  const geom *g = padded_rows_geom();
   if (!g) cr_skip_test("no all-modes geometry in this build");
   h_data d;
   gpu_problem(g, &d);
@@ -785,9 +790,7 @@ Test(gpu, rowdot_scalar_pass_on_padded_rows, .timeout = 300) {
  * element included (both round the same FP32 values), the LSE unchanged. */
 Test(gpu, forward_plain_stores_on_padded_rows, .timeout = 300) {
   require_gpu();
-  const geom *g = NULL;
-  for (size_t i = 0; i < sizeof GEOMS / sizeof GEOMS[0] && !g; ++i)
-    if (GEOMS[i].all_modes && GEOMS[i].Sq >= 256 && geom_in_build(&GEOMS[i])) g = &GEOMS[i];
+  const geom *g = padded_rows_geom();
   if (!g) cr_skip_test("no all-modes geometry in this build");
   h_data d;
   gpu_problem(g, &d);
