@@ -403,6 +403,17 @@ __device__ __forceinline__ void finish_ring(Smem &s, int total) {
   fa8_mbar_arrive(&s.full[st]);
 }
 
+/* The epilogue's per-row outputs, shared by its TMA and plain-store paths: the LSE (natural log; -inf for a row
+ * that saw no key) from the running max (log2 units, P scaled by 2^P_SCALE_LOG2) and the row sum, and one column
+ * pair of the optional FP32 copy of O */
+__device__ __forceinline__ float row_lse(float m, float lsum) {
+  return lsum > 0.0f ? (m + (log2f(lsum) - P_SCALE_LOG2)) * FA8_LN2 : -INFINITY;
+}
+__device__ __forceinline__ void store_f32_pair(float *of, int col, float v0, float v1, int pairs) {
+  if (pairs) *reinterpret_cast<float2 *>(of + col) = make_float2(v0, v1);
+  else { of[col] = v0; of[col + 1] = v1; }
+}
+
 /* One consumer warpgroup's part of one query tile, epilogue included (g0, j: as produce_tile) */
 __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg, const Tile &tl, int g0, int j) {
   const fa8_fwd_args &a = prm.a;
@@ -577,9 +588,10 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
   const int *row = c.row;
   float *acc = c.acc, *m = c.m, *l = c.l;
   const float f_prev = c.f_prev;
-  /* O_TMA's epilogue has its own copy of the LSE and FP32-copy stores: one loop shared with the plain stores below
-   * (255 static instructions fewer) moved ptxas's schedule of the whole kernel and lost the gain in a same-call H100
-   * A/B (causal forward +2.8 %, split's -3.2 % gone; bench/NOTES.md v30) */
+  /* O_TMA's epilogue has its own loop over the LSE and FP32-copy stores (the per-row pieces are the helpers above,
+   * which compile to the same SASS): one loop shared with the plain stores below (255 static instructions fewer)
+   * moved ptxas's schedule of the whole kernel and lost the gain in a same-call H100 A/B (causal forward +2.8 %,
+   * split's -3.2 % gone; bench/NOTES.md v30) */
   if constexpr (O_TMA) {
     if (prm.o_tma) {
       const int cw = wg - 1, ltid = threadIdx.x % 128;
@@ -630,15 +642,13 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       for (int r = 0; r < 2; ++r) {
         if (row[r] >= a.Sq) continue;
         if (t == 0)
-          a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = lsum[r] > 0.0f ? (m[r] + (log2f(lsum[r]) - P_SCALE_LOG2)) * FA8_LN2 : -INFINITY;
+          a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = row_lse(m[r], lsum[r]);
         if (a.o_f32.ptr) {   /* the optional FP32 copy (the accuracy checks ask for it) by plain stores */
           float *of = (float *)a.o_f32.ptr + (int64_t)b * a.o_f32.sb + (int64_t)row[r] * a.o_f32.ss + (int64_t)h * a.o_f32.sh;
 #pragma unroll
           for (int dt = 0; dt < DV_REAL / 8; ++dt) {
             const int col = dt * 8 + 2 * t;
-            const float v0 = acc[4 * dt + 2 * r] * sc[r], v1 = acc[4 * dt + 2 * r + 1] * sc[r];
-            if (prm.of_pairs) *reinterpret_cast<float2 *>(of + col) = make_float2(v0, v1);
-            else { of[col] = v0; of[col + 1] = v1; }
+            store_f32_pair(of, col, acc[4 * dt + 2 * r] * sc[r], acc[4 * dt + 2 * r + 1] * sc[r], prm.of_pairs);
           }
         }
       }
@@ -664,17 +674,14 @@ __device__ __forceinline__ void consume_tile(const Params &prm, Smem &s, int wg,
       const uint32_t ob = fa8_bf16x2_rn(v0, v1);
       if (prm.o_pairs) *reinterpret_cast<uint32_t *>(o + col) = ob;
       else { o[col] = (uint16_t)ob; o[col + 1] = (uint16_t)(ob >> 16); }
-      if (of) {
-        if (prm.of_pairs) *reinterpret_cast<float2 *>(of + col) = make_float2(v0, v1);
-        else { of[col] = v0; of[col + 1] = v1; }
-      }
+      if (of) store_f32_pair(of, col, v0, v1, prm.of_pairs);
       if (SPLIT) {
         const uint32_t rb = fa8_bf16x2_rn(v0 - fa8_f32_from_bf16((uint16_t)ob), v1 - fa8_f32_from_bf16((uint16_t)(ob >> 16)));
         if (prm.rem_pairs) *reinterpret_cast<uint32_t *>(orem + col) = rb;
         else { orem[col] = (uint16_t)rb; orem[col + 1] = (uint16_t)(rb >> 16); }
       }
     }
-    if (t == 0) a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = lsum > 0.0f ? (m[r] + (log2f(lsum) - P_SCALE_LOG2)) * FA8_LN2 : -INFINITY;
+    if (t == 0) a.lse.ptr[(int64_t)b * a.lse.sb + (int64_t)h * a.lse.sh + row[r]] = row_lse(m[r], lsum);
   }
 }
 
