@@ -1389,9 +1389,11 @@ Test(gen, committed_tuned_tables_build) {
         "end\n");
 }
 
-/* tune/merge.lua: a sweep's rows replace the committed rows of the same target, SM count, key and bucket (all of
- * them), everything else stays line for line, the new rows go last under the --note lines, and the result parses;
- * bad input (usage, a malformed table, a missing file) is refused naming it, and nothing is written then. */
+/* tune/merge.lua: a sweep's rows replace the committed rows of the same target, SM count, key and bucket that
+ * its quantization speaks for (a 128-row sweep keeps a 192-key tile's per-tensor row; a per-tensor sweep replaces
+ * only such rows), everything else stays line for line, the new rows go last under the --note lines, and the
+ * result parses; bad input (usage, a malformed table, a missing file, a bad --scale-rows) is refused naming it,
+ * and nothing is written then. */
 Test(gen, tune_merge_script) {
     LUA_OK(
         "local script = q(ROOT .. '/tune/merge.lua')\n"
@@ -1420,6 +1422,24 @@ Test(gen, tune_merge_script) {
         "  .. row(K1, 's4096_bh64', I1 .. '_unitskip', '700')\n"
         "assert(got == want, got)\n"
         "assert(#tuned.parse(O, got) == 4)\n"
+        "-- a 192-key tile (per-tensor scales only) beside the 128-row rows: a 128-row sweep keeps it, a per-tensor\n"
+        "-- sweep replaces it alone\n"
+        "local P = 'fa8_fwd_sm90a_e4m3_d128v128_gqa_full_m128n192_w12s2'\n"
+        "local T2 = TMP .. '/merge-old2.csv'\n"
+        "f = assert(io.open(T2, 'w')); f:write(H .. row(K1, 's8192_bh64', I1, '2500') .. row(K1, 's8192_bh64', P, '2450')); f:close()\n"
+        "out, code = sh(q(T2) .. ' ' .. q(N) .. ' --out ' .. q(O))\n"
+        "assert(code == 0 and has(out, 'kept ' .. P .. ' (2450.0 us) (not a 128-row sweep'), out)\n"
+        "f = assert(io.open(O)); got = f:read('a'); f:close()\n"
+        "assert(got == H .. row(K1, 's8192_bh64', P, '2450') .. row(K1, 's8192_bh64', I1 .. '_unitskip', '2440')\n"
+        "  .. row(K1, 's4096_bh64', I1 .. '_unitskip', '700'), got)\n"
+        "local N0 = TMP .. '/merge-new0.csv'\n"
+        "f = assert(io.open(N0, 'w')); f:write(H .. row(K1, 's8192_bh64', P .. '_vperm', '2400')); f:close()\n"
+        "out, code = sh(q(T2) .. ' ' .. q(N0) .. ' --scale-rows 0 --out ' .. q(O))\n"
+        "assert(code == 0 and has(out, 'replaced ' .. K1 .. ' s8192_bh64: ' .. P .. ' (2450.0 us) -> ' .. P .. '_vperm (2400.0 us); kept ' .. I1), out)\n"
+        "f = assert(io.open(O)); got = f:read('a'); f:close()\n"
+        "assert(got == H .. row(K1, 's8192_bh64', I1, '2500') .. row(K1, 's8192_bh64', P .. '_vperm', '2400'), got)\n"
+        "out, code = sh(q(T2) .. ' ' .. q(N0) .. ' --scale-rows -4 --out ' .. q(TMP .. '/merge-none.csv'))\n"
+        "assert(code == 2 and has(out, \"--scale-rows '-4'\"), out)\n"
         "-- without --out the table is rewritten in place\n"
         "out, code = sh(q(T) .. ' ' .. q(N))\n"
         "f = assert(io.open(T)); got = f:read('a'); f:close()\n"
@@ -1471,12 +1491,13 @@ Test(gen, gain_vs_default_script) {
         "-- d128 forward's with three consumer warpgroups of 2026-12-01, and the d128, d64 and MLA forwards' (standard\n"
         "-- and split) with the third ring stage of 2026-12-02, the d256 / MLA split forwards' at S=2K/4K of the same day,\n"
         "-- the d128 standard forward's with and without unitskip of 2026-12-04, the causal backwards' qheads sweeps and the\n"
-        "-- 8/1 (B x H = 8) sweep of every head dim the same day, and the d96 sweeps of 2026-12-06):\n"
+        "-- 8/1 (B x H = 8) sweep of every head dim the same day, the d96 sweeps of 2026-12-06, and the same day's forward\n"
+        "-- re-sweep of d256 / MLA after O's TMA store and of d64 with unitskip, standard and split):\n"
         "-- every row is timed in one of their caches, per-tensor rows against the default's per-tensor time\n"
         "-- (except the d > 128 backwards, whose shipping default became the head-dim-split wgmma backward after the\n"
         "-- sweeps: no cache times it yet)\n"
         "local more = {}\n"
-        "for _, c in ipairs({ 'wgmma-bwd-v0', 'fwd-bn192', 'fwd-split', 'fwd-blocks', 'fwd-pertensor', 'fwd-vperm', 'fwd-vperm-split', 'fwd-vperm-pairs', 'fwd-vperm-pairs-split', 'fwd-vperm-pt', 'fwd-vperm-pt-split', 'fwd-retune', 'fwd-retune-split', 'fwd-retune-pt', 'fwd-3wg', 'fwd-3wg-pt', 'fwd-3wg-s3', 'fwd-3wg-split', 'fwd-s3-d64-mla', 'fwd-split-d64-mla', 'split-256-mla-s2k4k', 'fwd-unitskip', 'bwd-qheads', 'bwd-qheads-64-256', 'bh8', 'd96', 'd96-split', 'd96-bwd' }) do more[#more + 1] = q(ROOT .. '/tune/cache/' .. c .. '.tsv') end\n"
+        "for _, c in ipairs({ 'wgmma-bwd-v0', 'fwd-bn192', 'fwd-split', 'fwd-blocks', 'fwd-pertensor', 'fwd-vperm', 'fwd-vperm-split', 'fwd-vperm-pairs', 'fwd-vperm-pairs-split', 'fwd-vperm-pt', 'fwd-vperm-pt-split', 'fwd-retune', 'fwd-retune-split', 'fwd-retune-pt', 'fwd-3wg', 'fwd-3wg-pt', 'fwd-3wg-s3', 'fwd-3wg-split', 'fwd-s3-d64-mla', 'fwd-split-d64-mla', 'split-256-mla-s2k4k', 'fwd-unitskip', 'bwd-qheads', 'bwd-qheads-64-256', 'bh8', 'd96', 'd96-split', 'd96-bwd', 'fwd-o-tma', 'fwd-o-tma-split', 'fwd-d64-unitskip', 'fwd-d64-unitskip-split' }) do more[#more + 1] = q(ROOT .. '/tune/cache/' .. c .. '.tsv') end\n"
         "out, code = sh(T .. ' ' .. C .. ' ' .. table.concat(more, ' '))\n"
         "assert(code == 0 and has(out, 'Geometric-mean speed-up'), out)\n"
         "-- a per-tensor sweep's row is compared within its sweep: the 192-key tile against the default's per-tensor time\n"

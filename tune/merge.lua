@@ -1,27 +1,37 @@
 -- Merge a sweep's table into a committed one (no GPU needed).
---   lua5.4 tune/merge.lua TABLE.csv NEW.csv [--note TEXT]... [--out OUT.csv]
--- Every row of NEW (as `fa8 tune --out` writes it) replaces all rows of TABLE with the same target, SM count, key
--- and bucket; every other line of TABLE stays as it is, comments included. The new rows go at the end, under the
--- --note lines (one comment line each: say which sweep, commit, cache and report they come from, as the committed
--- tables do). OUT defaults to TABLE, rewritten in place. Both files go through the generator's own parser first,
--- so a malformed line stops the merge, naming file:line, before anything is written. Prints one line per key and
--- bucket: what it replaced (instance and median) and with what.
+--   lua5.4 tune/merge.lua TABLE.csv NEW.csv [--note TEXT]... [--scale-rows N] [--out OUT.csv]
+-- Every row of NEW (as `fa8 tune --out` writes it) replaces the rows of TABLE with the same target, SM count, key
+-- and bucket that its sweep speaks for; every other line of TABLE stays as it is, comments included. A table holds
+-- rows of sweeps under different quantizations side by side (docs/tuning.md), so --scale-rows names the sweep's
+-- (`fa8 tune --scale-rows`, default 128): an N-row sweep replaces the rows whose instance can run N-row scales and
+-- keeps the others (a 192-key tile serves per-tensor scales only: a 128-row sweep could not have chosen it); a
+-- per-tensor sweep (0) replaces only the rows that cannot run fa8_quantize's default 128-row blocks, the rows that
+-- exist for per-tensor problems. The new rows go at the end, under the --note lines (one comment line each: say
+-- which sweep, commit, cache and report they come from, as the committed tables do). OUT defaults to TABLE,
+-- rewritten in place. Both files go through the generator's own parser first, so a malformed line stops the
+-- merge, naming file:line, before anything is written. Prints one line per key and bucket: what it replaced
+-- (instance and median), what it kept, and with what.
 local here = arg[0]:match("^(.*)/tune/[^/]*$") or "."
 package.path = here .. "/gen/?.lua;" .. package.path
 local tuned = require("fa8.tuned")
+local naming, targets = require("fa8.naming"), require("fa8.targets")
 
-local USAGE = "usage: lua5.4 tune/merge.lua TABLE.csv NEW.csv [--note TEXT]... [--out OUT.csv]\n"
+local USAGE = "usage: lua5.4 tune/merge.lua TABLE.csv NEW.csv [--note TEXT]... [--scale-rows N] [--out OUT.csv]\n"
 local function die(code, msg) io.stderr:write("tune/merge: " .. msg .. "\n" .. (code == 2 and USAGE or "")); os.exit(code) end
 
-local files, notes, out_path = {}, {}, nil
+local DEFAULT_ROWS = 128   -- fa8_quantize's and fa8 tune's default scale block
+local files, notes, out_path, scale_rows = {}, {}, nil, DEFAULT_ROWS
 local i = 1
 while i <= #arg do
   local a = arg[i]
-  if a == "--note" or a == "--out" then
+  if a == "--note" or a == "--out" or a == "--scale-rows" then
     if arg[i + 1] == nil then die(2, a .. " needs a value") end
     if a == "--note" then
       if arg[i + 1]:find("\n", 1, true) then die(2, "a --note is one line (give several --note)") end
       notes[#notes + 1] = arg[i + 1]
+    elseif a == "--scale-rows" then
+      scale_rows = math.tointeger(tonumber(arg[i + 1]))
+      if not scale_rows or scale_rows < 0 then die(2, ("--scale-rows '%s' is not a whole number >= 0"):format(arg[i + 1])) end
     else out_path = arg[i + 1] end
     i = i + 2
   elseif a:sub(1, 2) == "--" then die(2, ("unknown option '%s'"):format(a))
@@ -53,11 +63,33 @@ for _, r in ipairs(new_rows) do
   if not incoming[id] then incoming[id] = {}; order[#order + 1] = id end
   table.insert(incoming[id], r)
 end
+-- Whether an instance can run under `rows`-row scales: runtime/src/dispatch.c's scale checks (a forward reduces
+-- K's and V's scales over key tiles, a backward also Q's and dO's over query tiles; a `pt` instance takes one
+-- scale per tensor). A name this generator cannot decode counts as runnable, so its row is replaced.
+local reg = targets.registry()
+local function runs_under(instance, rows)
+  local ok, cfg = pcall(naming.decode, instance, reg)
+  if not ok then return true end
+  local f, t = cfg.functional, cfg.tuning
+  if f.scale == "tensor" then return rows == 0 end
+  local function fits(tile) return rows == 0 or rows % tile == 0 end
+  if f.dir == "fwd" then return fits(t.block_n) end
+  if f.dir == "bwd" then return fits(t.block_m) and fits(t.block_n) end
+  return true
+end
+local function sweep_speaks_for(r)
+  if scale_rows > 0 then return runs_under(r.instance, scale_rows) end
+  return not runs_under(r.instance, DEFAULT_ROWS)
+end
 -- the lines to drop: every row of TABLE a new row replaces (the parser numbered them)
-local drop, replaced = {}, {}
+local drop, replaced, kept = {}, {}, {}
 for _, r in ipairs(old_rows) do
   local id = ident(r)
-  if incoming[id] then drop[r.line] = true; replaced[id] = replaced[id] or {}; table.insert(replaced[id], r) end
+  if incoming[id] then
+    local into = sweep_speaks_for(r) and replaced or kept
+    if into == replaced then drop[r.line] = true end
+    into[id] = into[id] or {}; table.insert(into[id], r)
+  end
 end
 
 -- a text's lines, numbered as the parser numbers them (a last line without its newline included)
@@ -90,7 +122,10 @@ for _, id in ipairs(order) do
   for _, r in ipairs(incoming[id]) do new[#new + 1] = ("%s (%.1f us)"):format(r.instance, r.median_us) end
   local old = {}
   for _, r in ipairs(replaced[id] or {}) do old[#old + 1] = ("%s (%.1f us)"):format(r.instance, r.median_us) end
+  local keep = {}
+  for _, r in ipairs(kept[id] or {}) do keep[#keep + 1] = ("%s (%.1f us)"):format(r.instance, r.median_us) end
   local r = incoming[id][1]
-  print(("%s %s %s: %s -> %s"):format(#old > 0 and "replaced" or "added", r.key, r.bucket,
-    #old > 0 and table.concat(old, ", ") or "(none)", table.concat(new, ", ")))
+  print(("%s %s %s: %s -> %s%s"):format(#old > 0 and "replaced" or "added", r.key, r.bucket,
+    #old > 0 and table.concat(old, ", ") or "(none)", table.concat(new, ", "),
+    #keep > 0 and ("; kept %s (not a %s-row sweep's choice)"):format(table.concat(keep, ", "), scale_rows) or ""))
 end
