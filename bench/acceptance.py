@@ -89,6 +89,9 @@ def read_rows(path, peers=None, errors=None):
         sr = r.setdefault("scale_rows", 128)   # fa8 bench's default quantization (rows before the field existed)
         if not isinstance(sr, int) or isinstance(sr, bool) or sr < 0:
             raise BadInput(f"{where}: scale_rows {sr!r} is not a row count >= 0")
+        vr = r.setdefault("v_scale_rows", sr)   # V quantized like Q/K/dO unless the row says (fa8 bench --v-scale-rows)
+        if not isinstance(vr, int) or isinstance(vr, bool) or vr < 0:
+            raise BadInput(f"{where}: v_scale_rows {vr!r} is not a row count >= 0")
         p2 = r.setdefault("pow2_scales", False)   # amax scales unless the row says otherwise (fa8 bench --pow2-scales)
         if not isinstance(p2, bool):
             raise BadInput(f"{where}: pow2_scales {p2!r} is not true or false")
@@ -98,19 +101,20 @@ def read_rows(path, peers=None, errors=None):
 
 
 def problems(rows):
-    """{problem key + (scale rows, power-of-two scales): {mode: row}} in first-seen order; a mode measured twice
-    keeps its last row"""
+    """{problem key + (scale rows, power-of-two scales, V's scale rows): {mode: row}} in first-seen order; a mode
+    measured twice keeps its last row"""
     out = {}
     for r in rows:
-        out.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"]), {})[r["mode"]] = r
+        out.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"], r["v_scale_rows"]), {})[r["mode"]] = r
     return out
 
 
 def name(key):
-    B, H, Hkv, S, dqk, dv, causal, rows, pow2 = key
+    B, H, Hkv, S, dqk, dv, causal, rows, pow2, vrows = key
     geo = f"d{dqk}" if dqk == dv else f"{dqk}x{dv}"
     heads = f"H{H}" if H == Hkv else f"H{H}/{Hkv}"
     scales = ("" if rows == 128 else " per-tensor" if rows == 0 else f" scale rows {rows}") + (" pow2 scales" if pow2 else "")
+    scales += "" if vrows == rows else f" V scale rows {vrows}"
     return f"{geo} {heads} S={S}{' B=' + str(B) if B != 1 else ''}{' causal' if causal else ''}{scales}"
 
 
@@ -152,7 +156,7 @@ def report(path, rows, peers=None, errors=()):
         lines.append(f"| {name(key)} | {times} | {cell('matched')} | {cell('split')} | {fwd} | {bwd} |")
     checks = []
     for key, modes in probs.items():
-        B, H, Hkv, S, dqk, dv, causal, srows, pow2 = key
+        B, H, Hkv, S, dqk, dv, causal, srows, pow2, vrows = key
         if S != 8192 or B * H != 64:
             continue
         fwd = std_fwd(modes)
@@ -164,7 +168,7 @@ def report(path, rows, peers=None, errors=()):
                 checks.append(f"- forward {name(key)}, timed alone (back-to-back forwards, the peers' protocol): "
                               f"{alone:.0f} TFLOP/s, target {target:.0f}: {verdict(alone >= target)}")
         if causal and fwd is not None:
-            twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows, pow2))
+            twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows, pow2, vrows))
             full = std_fwd(twin) if twin else None
             if full:
                 gap = 1.0 - fwd / full

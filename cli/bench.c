@@ -68,6 +68,7 @@ int cli_bench(int argc, char **argv) {
     { "modes", OPT_STR, &modes, 0, 0, "delta modes (all)" },
     { "reps", OPT_INT, &reps, 1, 10000, "timed repetitions (20)" },
     { "scale-rows", OPT_INT, &c.p.scale_rows, 0, 1 << 24, "quantizer scale block rows (128; 0: per-tensor scales)" },
+    { "v-scale-rows", OPT_INT, &c.v_scale_rows, 0, 1 << 24, "V's own scale block rows, e.g. >= S: one per head (0: --scale-rows)" },
     { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "round quantization scales up to powers of two (off)" },
   };
   const int pr = opts_parse("bench", argc, argv, specs, (int)(sizeof specs / sizeof specs[0]));
@@ -121,10 +122,10 @@ int cli_bench(int argc, char **argv) {
     const double tf = median_ms(&t[(2 * i) * reps], reps), tb = median_ms(&t[(2 * i + 1) * reps], reps);
     const double ta = median_ms(&t[(2 * n + i) * reps], reps);   /* the forwards alone */
     printf("{\"system\": \"fa8-%s\", \"B\": %d, \"H\": %d, \"Hkv\": %d, \"S\": %d, \"dqk\": %d, \"dv\": %d, \"causal\": %s, "
-           "\"scale_rows\": %d, \"pow2_scales\": %s, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, "
+           "\"scale_rows\": %d, \"v_scale_rows\": %d, \"pow2_scales\": %s, \"fwd_ms\": %.4f, \"bwd_ms\": %.4f, \"fwd_tflops\": %.2f, \"bwd_tflops\": %.2f, "
            "\"fwd_alone_ms\": %.4f, \"fwd_alone_tflops\": %.2f, \"fwd\": \"%s\", \"bwd\": \"%s\"}\n",
            names[i], c.p.batch, c.p.heads, c.p.kv_heads, c.p.seqlen_q, c.p.hdim_qk, c.p.hdim_v, c.p.causal ? "true" : "false",
-           c.p.scale_rows, c.pow2_scales ? "true" : "false", tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, ta, flops / ta * 1e-9, dn[i].fwd, dn[i].bwd);
+           c.p.scale_rows, h_v_scale_rows(&c), c.pow2_scales ? "true" : "false", tf, tb, flops / tf * 1e-9, 2.5 * flops / tb * 1e-9, ta, flops / ta * 1e-9, dn[i].fwd, dn[i].bwd);
   }
   fflush(stdout);
   free(t);

@@ -24,8 +24,7 @@ static int64_t nscales(int64_t B, int64_t S, int64_t H, int32_t rows) { return r
 
 static int64_t spad(int64_t s) { return (s + 15) / 16 * 16; }
 
-/* V's quantization block rows (h_config.v_scale_rows overrides the problem's) */
-static int32_t v_rows(const h_config *cfg) { return cfg->v_scale_rows > 0 ? cfg->v_scale_rows : cfg->p.scale_rows; }
+int32_t h_v_scale_rows(const h_config *cfg) { return cfg->v_scale_rows > 0 ? cfg->v_scale_rows : cfg->p.scale_rows; }
 
 /* device buffers: inputs, codes (row and transposed), scales, outputs, workspaces */
 static int gpu_alloc(h_data *d, int64_t sq, int64_t sk, int64_t sv) {
@@ -58,7 +57,7 @@ int h_alloc(h_data *d, const h_config *cfg) {
   d->nrow = B * H * Sq;
   const size_t es = cfg->quantize_off ? 4 : 1;
   const int64_t sq = nscales(B, Sq, H, cfg->p.scale_rows);
-  const int64_t sk = nscales(B, Sk, Hkv, cfg->p.scale_rows), sv = nscales(B, Sk, Hkv, v_rows(cfg));
+  const int64_t sk = nscales(B, Sk, Hkv, cfg->p.scale_rows), sv = nscales(B, Sk, Hkv, h_v_scale_rows(cfg));
   int ok = 1;
 #define A(ptr, n, sz) ok &= ((ptr) = calloc((size_t)(n) > 0 ? (size_t)(n) : 1, (sz))) != NULL
   A(d->q, d->nq, 4); A(d->k, d->nk, 4); A(d->v, d->nv, 4); A(d->dout, d->no, 4);
@@ -200,7 +199,7 @@ fa8_status h_quantize(h_data *d) {
   fa8_status st;
   if ((st = quant_one(d, rows, d->q, d->q8, d->qs, d->qh, p->seqlen_q, p->heads, p->hdim_qk, p->fmt_qkv, d->g.q, d->g.q8, d->g.q8t, d->g.qs))) return st;
   if ((st = quant_one(d, rows, d->k, d->k8, d->ks, d->kh, p->seqlen_k, p->kv_heads, p->hdim_qk, p->fmt_qkv, d->g.k, d->g.k8, d->g.k8t, d->g.ks))) return st;
-  if ((st = quant_one(d, v_rows(&d->cfg), d->v, d->v8, d->vs, d->vh, p->seqlen_k, p->kv_heads, p->hdim_v, p->fmt_qkv, d->g.v, d->g.v8, d->g.v8t, d->g.vs))) return st;
+  if ((st = quant_one(d, h_v_scale_rows(&d->cfg), d->v, d->v8, d->vs, d->vh, p->seqlen_k, p->kv_heads, p->hdim_v, p->fmt_qkv, d->g.v, d->g.v8, d->g.v8t, d->g.vs))) return st;
   return quant_one(d, rows, d->dout, d->do8, d->dos, d->doh, p->seqlen_q, p->heads, p->hdim_v, p->fmt_grad, d->g.dout, d->g.do8, d->g.do8t, d->g.dos);
 }
 
@@ -237,7 +236,7 @@ void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *pp, fa8_fwd_tensors *f
   memset(&f, 0, sizeof f);
   f.q = qview(d, p.scale_rows, BUF(q8), BUF(qs), Sq, H, p.hdim_qk, p.fmt_qkv, gpu ? d->g.q8t : NULL);
   f.k = qview(d, p.scale_rows, BUF(k8), BUF(ks), Sk, Hkv, p.hdim_qk, p.fmt_qkv, gpu ? d->g.k8t : NULL);
-  f.v = qview(d, v_rows(&d->cfg), BUF(v8), BUF(vs), Sk, Hkv, p.hdim_v, p.fmt_qkv, gpu ? d->g.v8t : NULL);
+  f.v = qview(d, h_v_scale_rows(&d->cfg), BUF(v8), BUF(vs), Sk, Hkv, p.hdim_v, p.fmt_qkv, gpu ? d->g.v8t : NULL);
   const fa8_dtype odt = d->cfg.quantize_off ? FA8_DTYPE_F32 : FA8_DTYPE_BF16;
   f.o = seq_view(BUF(o), odt, Sq, H, p.hdim_v);
   f.o_f32 = seq_view(BUF(o32), FA8_DTYPE_F32, Sq, H, p.hdim_v);

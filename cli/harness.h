@@ -14,7 +14,8 @@ typedef struct {
   int32_t pow2_scales;
   int32_t quantize_off;        /* test-only: operands stay FP32 (the f32 pseudo-format), scales 1 */
   int32_t stats_off;           /* test-only: no row statistics, so the GPU runs its timed kernel variants */
-  int32_t v_scale_rows;        /* test-only: V's block rows when > 0 (finer than K's, e.g.); else p.scale_rows */
+  int32_t v_scale_rows;        /* V's block rows when > 0 (tests: finer than K's; probe/bench --v-scale-rows: one
+                                  scale per head, say); else p.scale_rows */
 } h_config;
 
 typedef struct {
@@ -55,6 +56,8 @@ void h_inputs_default(h_inputs *in);
 void h_fill(h_data *d, const h_inputs *in);
 
 /* Quantize q, k, v, dout (and build the dequantized copies). Returns fa8_status. */
+/* V's quantization block rows: cfg->v_scale_rows when > 0, else p.scale_rows */
+int32_t h_v_scale_rows(const h_config *cfg);
 fa8_status h_quantize(h_data *d);
 /* The problem and tensor views h_run uses (host or device buffers), for callers that time the calls. */
 void h_views(h_data *d, fa8_delta_mode mode, fa8_problem *p, fa8_fwd_tensors *f, fa8_bwd_tensors *b);

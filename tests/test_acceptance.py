@@ -77,6 +77,18 @@ class Costs(Run):
         self.assertNotEqual(rc, 0)
         self.assertIn("pow2_scales 1", err)
 
+    def test_v_scale_rows_keep_problems_apart(self):
+        # V quantized on its own (fa8 bench --v-scale-rows, one scale per head, say) is a quantization of its own;
+        # a row without the field quantizes V like the rest
+        blocks = [row("stale", 1.0, 4.0, 700, 450), row("split", 1.5, 4.0, 470, 450)]
+        vh = [dict(row("stale", 0.93, 4.0, 753, 450), v_scale_rows=8192), dict(row("split", 1.2, 4.0, 580, 450), v_scale_rows=8192)]
+        _, out, _ = self.run_tool(self.write(blocks + vh))
+        self.assertIn("| d128 H64 S=8192 | 1.000 / 4.00 | – | +10.0 % (**FAIL**) | 700 | 450 |", out)
+        self.assertIn("| d128 H64 S=8192 V scale rows 8192 | 0.930 / 4.00 | – | +5.5 % (pass) | 753 | 450 |", out)
+        rc, _, err = self.run_tool(self.write([dict(row("stale", 1.0, 4.0), v_scale_rows="all")]))
+        self.assertNotEqual(rc, 0)
+        self.assertIn("v_scale_rows 'all'", err)
+
     def test_edge_of_the_budget_passes(self):
         path = self.write([row("stale", 1.0, 3.0), row("matched", 1.0, 4.0), row("split", 1.0, 3.32)])
         _, out, _ = self.run_tool(path)
@@ -212,10 +224,10 @@ class Committed(unittest.TestCase):
     def test_f9e91d6_costs_as_its_readme_states(self):
         path = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-f9e91d6", "fa8-bench.jsonl")
         probs = acceptance.problems(acceptance.read_rows(path))
-        c = acceptance.costs(probs[(1, 64, 64, 8192, 256, 256, False, 128, False)])
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 256, 256, False, 128, False, 128)])
         self.assertAlmostEqual(c["matched"] * 100, 19.9, delta=0.05)
         self.assertAlmostEqual(c["split"] * 100, 6.4, delta=0.05)
-        c = acceptance.costs(probs[(1, 64, 64, 8192, 128, 128, False, 128, False)])
+        c = acceptance.costs(probs[(1, 64, 64, 8192, 128, 128, False, 128, False, 128)])
         self.assertAlmostEqual(c["matched"] * 100, 22.7, delta=0.05)
         self.assertAlmostEqual(c["split"] * 100, 9.0, delta=0.05)
 

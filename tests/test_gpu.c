@@ -67,6 +67,9 @@ static geom GEOMS[] = {
   { "d64 gqa causal 8/1 448", 1, 8, 1, 448, 448, 64, 64, 1, FA8_FMT_E4M3, 0, 0, 0, 0, 17 },
   { "d128 gqa causal 6/1 576", 1, 6, 1, 576, 576, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0, 18 },
   { "mla 192x128 causal 8/1 320", 1, 8, 1, 320, 320, 192, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0, 19 },
+  /* V quantized per head under Q/K/dO's 128-row blocks (fa8 bench --v-scale-rows): one V scale for every key tile,
+   * so the d128 forward's unit-rescale vote can skip, as under per-tensor scales */
+  { "d128 gqa full 1000 V per head", 1, 4, 2, 1000, 1000, 128, 128, 0, FA8_FMT_E4M3, 1, 0, 1000, 0, 20 },
 };
 
 static double rel(const float *a, const float *b, int64_t n) {

@@ -254,13 +254,31 @@ Test(run, bench_refuses_bad_flags) {
                              { "bench --reps 0", "--reps" }, { "bench --bogus", "--bogus" },
                              { "bench --scale-rows -1", "--scale-rows" }, { "bench --scale-rows many", "many" },
                              { "bench --modes stale,stale,stale,stale,stale,stale,stale,stale,stale", "stale,stale" },
-                             { "bench --modes ,", "--modes" }, { "bench --pow2-scales=yes", "--pow2-scales" } };
+                             { "bench --modes ,", "--modes" }, { "bench --pow2-scales=yes", "--pow2-scales" },
+                             { "bench --v-scale-rows -8", "--v-scale-rows" } };
   char out[2048];
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
     const int rc = fa8_cmd(out, sizeof out, cases[i][0]);
     cr_expect_eq(rc, 2, "`fa8 %s` exited %d: %s", cases[i][0], rc, out);
     cr_expect(strstr(out, cases[i][1]) != NULL, "`fa8 %s` does not name '%s': %s", cases[i][0], cases[i][1], out);
   }
+}
+
+/* `fa8 probe --v-scale-rows`: V quantized on its own (here one scale per head, under Q/K/dO's 64-row blocks) runs,
+ * reports the rows it used, and matched delta still zeroes the row sums before the cast (its pre-cast bound, as in
+ * test_attention's probe problem); a bad value is refused naming it. */
+Test(run, probe_quantizes_v_on_its_own) {
+  char out[8192];
+  int rc = fa8_cmd(out, sizeof out, "probe --backend cpu --seqlen 192 --heads 2 --kv-heads 1 --hdim 64 --modes matched "
+                                    "--scale-rows 64 --v-scale-rows 192 --threads 1 --json --quiet");
+  cr_assert_eq(rc, 0, "fa8 probe exited %d: %s", rc, out);
+  cr_expect(strstr(out, "\"scale_rows\": 64, \"v_scale_rows\": 192,") != NULL, "%s", out);
+  const char *m = strstr(out, "\"rowsum_pre_ra_max\": ");
+  cr_assert(m, "%s", out);
+  const double pre = strtod(m + strlen("\"rowsum_pre_ra_max\": "), NULL);
+  cr_expect(pre >= 0 && pre < 1e-5, "matched pre-cast row sums %g with V per head: %s", pre, out);
+  rc = fa8_cmd(out, sizeof out, "probe --backend cpu --v-scale-rows -3");
+  cr_expect(rc == 2 && strstr(out, "--v-scale-rows '-3'") != NULL, "exit %d: %s", rc, out);
 }
 
 /* `fa8 tune` on the CPU, end to end: a table and a gain report come out, every candidate was checked and
