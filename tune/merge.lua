@@ -117,15 +117,15 @@ local f, err = io.open(out_path, "w")
 if not f then die(1, ("cannot write %s: %s"):format(out_path, err)) end
 f:write(text)
 f:close()
+-- "instance (median us), ..." of a list of rows; nil for none
+local function listed(rows)
+  if not rows or #rows == 0 then return nil end
+  local out = {}
+  for _, r in ipairs(rows) do out[#out + 1] = ("%s (%.1f us)"):format(r.instance, r.median_us) end
+  return table.concat(out, ", ")
+end
 for _, id in ipairs(order) do
-  local new = {}
-  for _, r in ipairs(incoming[id]) do new[#new + 1] = ("%s (%.1f us)"):format(r.instance, r.median_us) end
-  local old = {}
-  for _, r in ipairs(replaced[id] or {}) do old[#old + 1] = ("%s (%.1f us)"):format(r.instance, r.median_us) end
-  local keep = {}
-  for _, r in ipairs(kept[id] or {}) do keep[#keep + 1] = ("%s (%.1f us)"):format(r.instance, r.median_us) end
-  local r = incoming[id][1]
-  print(("%s %s %s: %s -> %s%s"):format(#old > 0 and "replaced" or "added", r.key, r.bucket,
-    #old > 0 and table.concat(old, ", ") or "(none)", table.concat(new, ", "),
-    #keep > 0 and ("; kept %s (not a %s-row sweep's choice)"):format(table.concat(keep, ", "), scale_rows) or ""))
+  local old, keep, r = listed(replaced[id]), listed(kept[id]), incoming[id][1]
+  print(("%s %s %s: %s -> %s%s"):format(old and "replaced" or "added", r.key, r.bucket, old or "(none)",
+    listed(incoming[id]), keep and ("; kept %s (not a %s-row sweep's choice)"):format(keep, scale_rows) or ""))
 end

@@ -814,13 +814,12 @@ extern "C" int $(name)_launch(const void *args, void *stream) {
   prm.of_pairs = a.o_f32.ptr && pairs(a.o_f32, 4);
   prm.o_tma = 0;
   if (O_TMA) {   /* a tensor the TMA cannot map (base or strides not 16-byte aligned) keeps the plain stores */
-    const uint64_t dout[4] = { (uint64_t)DV_REAL, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
-    const uint64_t so[3] = { (uint64_t)a.o.ss * 2, (uint64_t)a.o.sh * 2, (uint64_t)a.o.sb * 2 };
-    prm.o_tma = fa8_tma_map_bf16(&prm.to, a.o.ptr, dout, so, 64) == 0;
-    if (SPLIT && prm.o_tma) {
-      const uint64_t sr[3] = { (uint64_t)a.o_rem.ss * 2, (uint64_t)a.o_rem.sh * 2, (uint64_t)a.o_rem.sb * 2 };
-      prm.o_tma = fa8_tma_map_bf16(&prm.torem, a.o_rem.ptr, dout, sr, 64) == 0;
-    }
+    auto map_out = [&](CUtensorMap *m, const fa8_ten &x) {   /* a BF16 output [B, Sq, H, DV] */
+      const uint64_t dims[4] = { (uint64_t)DV_REAL, (uint64_t)a.Sq, (uint64_t)a.H, (uint64_t)a.B };
+      const uint64_t st[3] = { (uint64_t)x.ss * 2, (uint64_t)x.sh * 2, (uint64_t)x.sb * 2 };
+      return fa8_tma_map_bf16(m, x.ptr, dims, st, 64) == 0;
+    };
+    prm.o_tma = map_out(&prm.to, a.o) && (!SPLIT || map_out(&prm.torem, a.o_rem));
   }
   const size_t smem = sizeof(Smem) + 1024;
   cudaError_t ce = cudaFuncSetAttribute(fwd_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
