@@ -7,7 +7,8 @@ regenerated instead of worked out by hand.
     python3 bench/acceptance.py bench/results/<run>/fa8-bench.jsonl [results.json ...] [--out report.md]
 
 A file is JSON lines (fa8 bench) or bench/run.py's results.json (its "rows", the peers' included). Each problem
-(B, H, Hkv, S, head dims, causal, and the quantizer's scale rows: 128 when a row does not say, 0 per-tensor) is
+(B, H, Hkv, S, head dims, causal, and the quantizer's scale rows: 128 when a row does not say, 0 per-tensor; its
+scales: power-of-two, fa8's default since 2026-12-06, or amax, which a row from before the field existed used) is
 judged only against rows of the same file: costs compare times taken in one run, and the backward's target also
 asks for more than cuDNN's BF16 SDPA measured in that run (results.json). Where a row also has the forward timed
 alone (fa8 bench's fwd_alone_*: back-to-back forwards, the protocol bench/run.py times the peers by), the forward's
@@ -92,7 +93,7 @@ def read_rows(path, peers=None, errors=None):
         vr = r.setdefault("v_scale_rows", sr)   # V quantized like Q/K/dO unless the row says (fa8 bench --v-scale-rows)
         if not isinstance(vr, int) or isinstance(vr, bool) or vr < 0:
             raise BadInput(f"{where}: v_scale_rows {vr!r} is not a row count >= 0")
-        p2 = r.setdefault("pow2_scales", False)   # amax scales unless the row says otherwise (fa8 bench --pow2-scales)
+        p2 = r.setdefault("pow2_scales", False)   # rows from before fa8 bench wrote the field were timed with amax scales
         if not isinstance(p2, bool):
             raise BadInput(f"{where}: pow2_scales {p2!r} is not true or false")
         r["mode"] = mode
@@ -113,7 +114,8 @@ def name(key):
     B, H, Hkv, S, dqk, dv, causal, rows, pow2, vrows = key
     geo = f"d{dqk}" if dqk == dv else f"{dqk}x{dv}"
     heads = f"H{H}" if H == Hkv else f"H{H}/{Hkv}"
-    scales = ("" if rows == 128 else " per-tensor" if rows == 0 else f" scale rows {rows}") + (" pow2 scales" if pow2 else "")
+    # the default quantization (128-row power-of-two scales) goes unnamed
+    scales = ("" if rows == 128 else " per-tensor" if rows == 0 else f" scale rows {rows}") + ("" if pow2 else " amax scales")
     scales += "" if vrows == rows else f" V scale rows {vrows}"
     return f"{geo} {heads} S={S}{' B=' + str(B) if B != 1 else ''}{' causal' if causal else ''}{scales}"
 

@@ -51,8 +51,7 @@ static double median_ms(double *x, int n) {   /* sorts x */
 
 int cli_bench(int argc, char **argv) {
   h_config c;
-  memset(&c, 0, sizeof c);
-  fa8_problem_init(&c.p);
+  h_config_init(&c);
   c.p.backend = FA8_BACKEND_CUDA;
   c.p.batch = 1; c.p.heads = 64; c.p.kv_heads = 64; c.p.seqlen_q = c.p.seqlen_k = 4096;
   int32_t seqlen = 0, reps = 20;
@@ -69,7 +68,7 @@ int cli_bench(int argc, char **argv) {
     { "reps", OPT_INT, &reps, 1, 10000, "timed repetitions (20)" },
     { "scale-rows", OPT_INT, &c.p.scale_rows, 0, 1 << 24, "quantizer scale block rows (128; 0: per-tensor scales)" },
     { "v-scale-rows", OPT_INT, &c.v_scale_rows, 0, 1 << 24, "V's own scale block rows, e.g. >= S: one per head (0: --scale-rows)" },
-    { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "round quantization scales up to powers of two (off)" },
+    { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "power-of-two scales (on); --no-pow2-scales: amax / fmt max" },
   };
   const int pr = opts_parse("bench", argc, argv, specs, (int)(sizeof specs / sizeof specs[0]));
   if (pr) return pr > 0 ? 0 : 2;

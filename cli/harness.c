@@ -105,6 +105,14 @@ static void rng_seed(uint64_t s[4], uint64_t seed) {
   }
 }
 
+void h_config_init(h_config *c) {
+  memset(c, 0, sizeof *c);
+  fa8_problem_init(&c->p);
+  fa8_quant_problem qd;
+  fa8_quant_problem_init(&qd);
+  c->pow2_scales = qd.pow2_scales;
+}
+
 void h_inputs_default(h_inputs *in) {
   in->seed = 1;
   in->outlier_channels = 4;

@@ -40,6 +40,10 @@ typedef struct {
   } g;
 } h_data;
 
+/* The CLI commands' starting point: fa8_problem_init's problem, the library's default quantization
+ * (fa8_quant_problem_init: power-of-two scales), the rest zero. Tests that memset an h_config get amax scales. */
+void h_config_init(h_config *c);
+
 /* Allocate for cfg (inputs zeroed; device buffers too when cfg->p.backend is a GPU). 0 ok, -1 out of memory. */
 int h_alloc(h_data *d, const h_config *cfg);
 void h_free(h_data *d);

@@ -25,10 +25,10 @@ static double ratio(double a, double b) { return b > 0 ? a / b : INFINITY; }
 static void print_json(const h_config *c, const h_inputs *in, const mode_result *r, double ref_s) {
   const fa8_problem *p = &c->p;
   printf("{\n  \"problem\": {\"batch\": %d, \"seqlen_q\": %d, \"seqlen_k\": %d, \"heads\": %d, \"kv_heads\": %d, "
-         "\"hdim_qk\": %d, \"hdim_v\": %d, \"causal\": %s, \"fmt\": \"%s\", \"grad_fmt\": \"%s\", \"scale_rows\": %d, \"v_scale_rows\": %d, "
+         "\"hdim_qk\": %d, \"hdim_v\": %d, \"causal\": %s, \"fmt\": \"%s\", \"grad_fmt\": \"%s\", \"scale_rows\": %d, \"v_scale_rows\": %d, \"pow2_scales\": %s, "
          "\"seed\": %llu, \"outlier_channels\": %d, \"outlier_gain\": %g, \"logit_std\": %g, \"reference_seconds\": %.3f},\n",
          p->batch, p->seqlen_q, p->seqlen_k, p->heads, p->kv_heads, p->hdim_qk, p->hdim_v, p->causal ? "true" : "false",
-         fa8_fmt_name(p->fmt_qkv), fa8_fmt_name(p->fmt_grad), c->p.scale_rows, h_v_scale_rows(c), (unsigned long long)in->seed,
+         fa8_fmt_name(p->fmt_qkv), fa8_fmt_name(p->fmt_grad), c->p.scale_rows, h_v_scale_rows(c), c->pow2_scales ? "true" : "false", (unsigned long long)in->seed,
          in->outlier_channels, (double)in->outlier_gain, (double)in->logit_std, ref_s);
   printf("  \"modes\": {");
   int first = 1;
@@ -56,9 +56,9 @@ static void print_json(const h_config *c, const h_inputs *in, const mode_result 
 
 static void print_table(const h_config *c, const mode_result *r) {
   const fa8_problem *p = &c->p;
-  printf("fa8 probe: B=%d H=%d Hkv=%d Sq=%d Sk=%d d=%dx%d %s, Q/K/V %s, dO/dS %s, scale rows %d (V %d)\n\n", p->batch,
+  printf("fa8 probe: B=%d H=%d Hkv=%d Sq=%d Sk=%d d=%dx%d %s, Q/K/V %s, dO/dS %s, scale rows %d (V %d), %s scales\n\n", p->batch,
          p->heads, p->kv_heads, p->seqlen_q, p->seqlen_k, p->hdim_qk, p->hdim_v, p->causal ? "causal" : "non-causal",
-         fa8_fmt_name(p->fmt_qkv), fa8_fmt_name(p->fmt_grad), c->p.scale_rows, h_v_scale_rows(c));
+         fa8_fmt_name(p->fmt_qkv), fa8_fmt_name(p->fmt_grad), c->p.scale_rows, h_v_scale_rows(c), c->pow2_scales ? "power-of-two" : "amax");
   printf("dS row sums |sum_j dS_ij|, rounding-aware (/ sum_j P(|dP|+|delta|)) and by sum_j |dS|:\n");
   printf("%-8s %10s %10s %10s %10s | %10s %10s | %9s %9s %9s %9s\n", "mode", "pre-ra mean", "pre-ra max",
          "post-ra mn", "post-ra mx", "post mean", "post max", "err O", "err dQ", "err dK", "err dV");
@@ -83,8 +83,7 @@ static void print_table(const h_config *c, const mode_result *r) {
 
 int cli_probe(int argc, char **argv) {
   h_config c;
-  memset(&c, 0, sizeof c);
-  fa8_problem_init(&c.p);
+  h_config_init(&c);
   c.p.batch = 1; c.p.heads = 8; c.p.kv_heads = 2; c.p.seqlen_q = c.p.seqlen_k = 1024; c.p.causal = 1;
   h_inputs in;
   h_inputs_default(&in);
@@ -105,7 +104,7 @@ int cli_probe(int argc, char **argv) {
     { "grad-fmt", OPT_STR, &grad, 0, 0, "dO/dS FP8 format (e4m3 | e5m2)" },
     { "scale-rows", OPT_INT, &c.p.scale_rows, 0, 1 << 24, "rows per quantization scale block, 0 = per-tensor (128)" },
     { "v-scale-rows", OPT_INT, &c.v_scale_rows, 0, 1 << 24, "V's own rows per scale block, e.g. >= Sk: one per head (0: --scale-rows)" },
-    { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "round quantization scales up to powers of two" },
+    { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "power-of-two scales (on); --no-pow2-scales: amax / fmt max" },
     { "modes", OPT_STR, &modes, 0, 0, "delta modes to run (stale,dohat,matched,split)" },
     { "instance", OPT_STR, &c.p.instance, 0, 0, "force a bundle by name (fa8 list --bundles)" },
     { "threads", OPT_INT, &c.p.num_threads, 0, 4096, "CPU threads, 0 = all cores" },

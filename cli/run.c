@@ -66,8 +66,7 @@ static int save(const char *dir, const char *name, int nd, const int64_t *shape,
 int cli_run(int argc, char **argv) {
   const char *in_dir = NULL, *out_dir = NULL, *delta = "matched", *backend = "cpu", *fmt = "e4m3", *grad = "e4m3";
   h_config c;
-  memset(&c, 0, sizeof c);
-  fa8_problem_init(&c.p);
+  h_config_init(&c);
   const opt_spec specs[] = {
     { "in", OPT_STR, &in_dir, 0, 0, "directory with q.npy, k.npy, v.npy, do.npy (float32 or bf16 as <V2)" },
     { "out", OPT_STR, &out_dir, 0, 0, "directory for o, lse, delta, dq, dk, dv .npy and stats.json" },
@@ -78,7 +77,7 @@ int cli_run(int argc, char **argv) {
     { "fmt", OPT_STR, &fmt, 0, 0, "Q/K/V FP8 format (e4m3)" },
     { "grad-fmt", OPT_STR, &grad, 0, 0, "dO/dS FP8 format (e4m3 | e5m2)" },
     { "scale-rows", OPT_INT, &c.p.scale_rows, 0, 1 << 24, "rows per quantization scale block, 0 = per-tensor (128)" },
-    { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "round quantization scales up to powers of two" },
+    { "pow2-scales", OPT_FLAG, &c.pow2_scales, 0, 0, "power-of-two scales (on); --no-pow2-scales: amax / fmt max" },
     { "instance", OPT_STR, &c.p.instance, 0, 0, "force a bundle by name" },
     { "threads", OPT_INT, &c.p.num_threads, 0, 4096, "CPU threads, 0 = all cores" },
   };
@@ -137,10 +136,10 @@ int cli_run(int argc, char **argv) {
     if (!f) { fprintf(stderr, "fa8 run: cannot write %s\n", path); rc = 1; }
     else {
       const fa8_rowsum_stats *s = &d.stats;
-      fprintf(f, "{\"delta\": \"%s\", \"fwd\": \"%s\", \"delta_instance\": \"%s\", \"bwd\": \"%s\", \"rows\": %lld,\n"
+      fprintf(f, "{\"delta\": \"%s\", \"fwd\": \"%s\", \"delta_instance\": \"%s\", \"bwd\": \"%s\", \"pow2_scales\": %s, \"rows\": %lld,\n"
                  " \"rowsum_pre_mean\": %.6e, \"rowsum_pre_max\": %.6e, \"rowsum_post_mean\": %.6e, \"rowsum_post_max\": %.6e,\n"
                  " \"rowsum_pre_ra_mean\": %.6e, \"rowsum_pre_ra_max\": %.6e, \"rowsum_post_ra_mean\": %.6e, \"rowsum_post_ra_max\": %.6e}\n",
-              h_delta_name(c.p.delta), dn.fwd ? dn.fwd : "", dn.delta ? dn.delta : "", dn.bwd ? dn.bwd : "", (long long)s->rows,
+              h_delta_name(c.p.delta), dn.fwd ? dn.fwd : "", dn.delta ? dn.delta : "", dn.bwd ? dn.bwd : "", c.pow2_scales ? "true" : "false", (long long)s->rows,
               s->pre_mean, s->pre_max, s->post_mean, s->post_max, s->pre_ra_mean, s->pre_ra_max, s->post_ra_mean, s->post_ra_max);
       rc = fclose(f) != 0;
     }

@@ -190,6 +190,9 @@ int cli_tune(int argc, char **argv) {
   const char *backend = "cuda", *hdims = "128", *seqlens = "4096", *causal_s = "both", *dirs = "fwd,bwd", *delta_s = "matched";
   const char *cache_path = NULL, *out_path = NULL, *report_path = NULL, *label = NULL;
   int32_t heads = 64, kv = 8, batch = 1, reps = 0, warmup = -1, threads = 0, fresh = 0, scale_rows = 128;
+  fa8_quant_problem qdef;
+  fa8_quant_problem_init(&qdef);
+  int32_t pow2 = qdef.pow2_scales;   /* the library's default quantization unless told */
   const opt_spec specs[] = {
     { "backend", OPT_STR, &backend, 0, 0, "cuda (default) | cpu" },
     { "hdim", OPT_STR, &hdims, 0, 0, "head dims, comma separated: N or QKxV (128)" },
@@ -209,6 +212,7 @@ int cli_tune(int argc, char **argv) {
     { "device-label", OPT_STR, &label, 0, 0, "device column of the table (the device name)" },
     { "fresh", OPT_FLAG, &fresh, 0, 0, "ignore (and restart) the cache" },
     { "scale-rows", OPT_INT, &scale_rows, 0, 1 << 24, "quantizer scale block rows (128; 0: per-tensor scales)" },
+    { "pow2-scales", OPT_FLAG, &pow2, 0, 0, "power-of-two scales (on); --no-pow2-scales: amax / fmt max" },
   };
   const int pr = opts_parse("tune", argc, argv, specs, (int)(sizeof specs / sizeof specs[0]));
   if (pr) return pr > 0 ? 0 : 2;
@@ -293,12 +297,13 @@ int cli_tune(int argc, char **argv) {
   if (mkdirs(out_path) || mkdirs(report_path)) { fprintf(stderr, "fa8 tune: cannot create the folders of %s: %s\n", out_path, strerror(errno)); return 1; }
   FILE *tab = fopen(out_path, "w"), *rep = fopen(report_path, "w");
   if (!tab || !rep) { fprintf(stderr, "fa8 tune: cannot write %s / %s: %s\n", out_path, report_path, strerror(errno)); return 1; }
-  fprintf(tab, "# fa8 tune on %s (%s, %d SMs), generator %s, %s; cache %s\n", dev, target, sms, fa8_generator_hash(), date, cache_path);
+  fprintf(tab, "# fa8 tune on %s (%s, %d SMs), generator %s, %s; cache %s; %d-row %s scales\n", dev, target, sms, fa8_generator_hash(), date,
+          cache_path, scale_rows, pow2 ? "power-of-two" : "amax");
   fprintf(tab, "target,sm_count,device,key,bucket,instance,median_us,p20_us,p80_us,err,runner_up,runner_up_us,fa8_commit,cuda,driver,date\n");
-  fprintf(rep, "# fa8 tune: %s (%s, %d SMs), %s\n\nB=%d, H=%d/%d, delta %s for the backward, scale blocks of %d rows (0: per-tensor); times are medians of %d runs.\n\n"
+  fprintf(rep, "# fa8 tune: %s (%s, %d SMs), %s\n\nB=%d, H=%d/%d, delta %s for the backward, scale blocks of %d rows (0: per-tensor), %s scales; times are medians of %d runs.\n\n"
                "| d | causal | S | dir | heuristic | time | table now (row) | time | tuned | time | gain | gain vs table | candidates (ok/total) |\n"
                "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-          dev, target, sms, date, batch, heads, kv, delta_s, scale_rows, reps);
+          dev, target, sms, date, batch, heads, kv, delta_s, scale_rows, pow2 ? "power-of-two" : "amax", reps);
   /* progress: the number of (candidate, problem) measurements is known after listing */
   int total = 0, done = 0, measured = 0;
   const double t0 = now_s();
@@ -321,6 +326,7 @@ int cli_tune(int argc, char **argv) {
       memset(&cc, 0, sizeof cc);
       fa8_problem_init(&cc.p);
       cc.p = base;
+      cc.pow2_scales = pow2;
       cc.p.batch = 1; cc.p.heads = heads / kv; cc.p.kv_heads = 1; cc.p.seqlen_q = cc.p.seqlen_k = 300;
       cc.p.hdim_qk = geo[gi][0]; cc.p.hdim_v = geo[gi][1]; cc.p.causal = causal_set[ci];
       cc.p.collect_stats = 1;
@@ -403,11 +409,13 @@ int cli_tune(int argc, char **argv) {
             memset(r, 0, sizeof *r);
             snprintf(r->name, sizeof r->name, "%s", names[i]);
             char key[512];
-            /* a non-default quantization gets its own key (the committed caches' keys stay as they were) */
-            char rows[24] = "";
+            /* a quantization other than 128-row amax scales gets its own key (the caches committed before
+               power-of-two scales became the default hold amax-scale keys, so theirs stay as they were) */
+            char rows[32] = "", quant[48];
             if (scale_rows != 128) snprintf(rows, sizeof rows, ",rows%d", scale_rows);
+            snprintf(quant, sizeof quant, "%s%s", rows, pow2 ? ",pow2" : "");
             snprintf(key, sizeof key, "%s|%d|%s|%s|B%d,H%d,Hkv%d,S%lld,%s,%s%s", target, sms, fa8_generator_hash(), names[i],
-                     batch, heads, kv, (long long)seqs[si], p.causal ? "causal" : "full", delta_s, rows);
+                     batch, heads, kv, (long long)seqs[si], p.causal ? "causal" : "full", delta_s, quant);
             const centry *hit = cache_find(&cache, key);
             centry e;
             if (hit) {

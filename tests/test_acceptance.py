@@ -16,8 +16,9 @@ import acceptance  # noqa: E402
 
 
 def row(mode, fwd_ms, bwd_ms, fwd_tf=0.0, bwd_tf=0.0, d=128, causal=False, H=64, Hkv=64, S=8192):
+    # fa8 bench's row under its default quantization (128-row power-of-two scales)
     return dict(system=f"fa8-{mode}", B=1, H=H, Hkv=Hkv, S=S, dqk=d, dv=d, causal=causal, fwd_ms=fwd_ms,
-                bwd_ms=bwd_ms, fwd_tflops=fwd_tf, bwd_tflops=bwd_tf, fwd="f", bwd="b")
+                bwd_ms=bwd_ms, fwd_tflops=fwd_tf, bwd_tflops=bwd_tf, fwd="f", bwd="b", pow2_scales=True)
 
 
 class Run(unittest.TestCase):
@@ -65,14 +66,20 @@ class Costs(Run):
         self.assertNotEqual(rc, 0)
         self.assertIn("scale_rows -1", err)
 
-    def test_pow2_scales_keep_problems_apart(self):
-        # power-of-two scales (fa8 bench --pow2-scales) are a quantization of their own, beside the amax scales
-        amax = [row("stale", 1.0, 4.0, 700, 450), row("split", 1.5, 4.0, 470, 450)]
-        p2 = [dict(row("stale", 0.95, 4.0, 737, 450), pow2_scales=True), dict(row("split", 1.3, 4.0, 540, 450), pow2_scales=True)]
+    def test_amax_scales_keep_problems_apart(self):
+        # amax scales (fa8 bench --no-pow2-scales) are a quantization of their own, beside the default power-of-two
+        # scales; a row without the field is from before fa8 bench wrote it, when amax scales were the default
+        amax = [dict(row("stale", 1.0, 4.0, 700, 450), pow2_scales=False), dict(row("split", 1.5, 4.0, 470, 450), pow2_scales=False)]
+        p2 = [row("stale", 0.95, 4.0, 737, 450), row("split", 1.3, 4.0, 540, 450)]
         _, out, _ = self.run_tool(self.write(amax + p2))
-        self.assertIn("| d128 H64 S=8192 | 1.000 / 4.00 | – | +10.0 % (**FAIL**) | 700 | 450 |", out)
-        self.assertIn("| d128 H64 S=8192 pow2 scales | 0.950 / 4.00 | – | +7.1 % (pass) | 737 | 450 |", out)
-        self.assertIn("- forward d128 H64 S=8192 pow2 scales: 737 TFLOP/s", out)
+        self.assertIn("| d128 H64 S=8192 amax scales | 1.000 / 4.00 | – | +10.0 % (**FAIL**) | 700 | 450 |", out)
+        self.assertIn("| d128 H64 S=8192 | 0.950 / 4.00 | – | +7.1 % (pass) | 737 | 450 |", out)
+        self.assertIn("- forward d128 H64 S=8192 amax scales: 700 TFLOP/s", out)
+        self.assertIn("- forward d128 H64 S=8192: 737 TFLOP/s", out)
+        old = row("stale", 1.0, 4.0, 700, 450)
+        del old["pow2_scales"]
+        _, out, _ = self.run_tool(self.write([old]))
+        self.assertIn("| d128 H64 S=8192 amax scales | 1.000 / 4.00 |", out)
         rc, _, err = self.run_tool(self.write([dict(row("stale", 1.0, 4.0), pow2_scales=1)]))
         self.assertNotEqual(rc, 0)
         self.assertIn("pow2_scales 1", err)
@@ -182,7 +189,7 @@ class Peers(Run):
         path = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-f9e91d6", "results.json")
         rc, out, _ = self.run_tool(path)
         self.assertEqual(rc, 0)
-        self.assertIn("- forward d256 H64/8 S=8192: 1056 TFLOP/s, target 1000: pass", out)
+        self.assertIn("- forward d256 H64/8 S=8192 amax scales: 1056 TFLOP/s, target 1000: pass", out)   # before the field
         self.assertIn("above cuDNN BF16 in the same run (528): **FAIL**", out)
 
 

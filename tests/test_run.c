@@ -64,8 +64,7 @@ static void write_problem(h_data *d) {
 
 static void setup_problem(h_data *d, int causal) {
   h_config c;
-  memset(&c, 0, sizeof c);
-  fa8_problem_init(&c.p);
+  h_config_init(&c);   /* the library's default quantization, which fa8 run takes unless told */
   c.p.batch = 2; c.p.seqlen_q = 70; c.p.seqlen_k = 90; c.p.heads = 4; c.p.kv_heads = 2;
   c.p.hdim_qk = c.p.hdim_v = 64; c.p.causal = causal;
   cr_assert_eq(h_alloc(d, &c), 0);
@@ -88,12 +87,18 @@ static void expect_same(const char *name, const float *want, int64_t n) {
 }
 
 Test(run, outputs_equal_library_call) {
-  for (int causal = 0; causal < 2; ++causal) {
+  /* both causal flags, under the default (power-of-two) scales and under --no-pow2-scales (amax scales): the two
+     quantizations give different outputs, so a flag the command ignored fails the comparison */
+  for (int variant = 0; variant < 4; ++variant) {
+    const int causal = variant & 1, amax = variant >> 1;
     h_data d;
     setup_problem(&d, causal);
+    cr_assert_eq(d.cfg.pow2_scales, 1, "the library's default quantization is power-of-two scales");
+    if (amax) d.cfg.pow2_scales = 0;
     write_problem(&d);
     char out[4096], args[1024];
-    snprintf(args, sizeof args, "--in '%s' --out '%s' --delta matched --threads 2%s", dir_in, dir_out, causal ? " --causal" : "");
+    snprintf(args, sizeof args, "--in '%s' --out '%s' --delta matched --threads 2%s%s", dir_in, dir_out, causal ? " --causal" : "",
+             amax ? " --no-pow2-scales" : "");
     cr_assert_eq(fa8(out, sizeof out, args), 0, "fa8 run failed: %s", out);
     d.cfg.p.causal = causal;
     cr_assert_eq(h_quantize(&d), FA8_OK);
@@ -112,6 +117,7 @@ Test(run, outputs_equal_library_call) {
     cr_assert(fread(buf, 1, sizeof buf - 1, f) > 0);
     fclose(f);
     cr_assert(strstr(buf, "\"rowsum_pre_ra_max\"") && strstr(buf, "\"delta\": \"matched\""), "stats.json: %s", buf);
+    cr_assert(strstr(buf, amax ? "\"pow2_scales\": false" : "\"pow2_scales\": true"), "stats.json: %s", buf);
     h_free(&d);
   }
 }

@@ -33,9 +33,10 @@ end
 local ok, rows = pcall(tuned.parse, table_path, slurp(table_path))
 if not ok then io.stderr:write("gain-vs-default: " .. rows .. "\n"); os.exit(1) end
 
--- cache lines: target|sms|genhash|candidate|B1,H64,Hkv8,S2048,full,matched[,rowsN] <TAB> status median p20 p80 err,
+-- cache lines: target|sms|genhash|candidate|B1,H64,Hkv8,S2048,full,matched[,rowsN][,pow2] <TAB> status median p20 p80 err,
 -- indexed once by what a table row names: target, SM count, candidate, S, B·H (B = 1: H), the causal flag, and the
--- sweep's quantization (`fa8 tune --scale-rows N` adds ",rowsN"; the default 128-row blocks add nothing)
+-- sweep's quantization (`fa8 tune --scale-rows N` adds ",rowsN", power-of-two scales ",pow2"; 128-row amax scales,
+-- the sweeps' quantization before power-of-two scales became the default, add nothing)
 local cache, sweeps = {}, { [""] = true }
 local function cache_key(target, sms, cand, s, bh, causal, rows)
   return table.concat({ target, tostring(sms), cand, tostring(s), tostring(bh), causal, rows }, "|")
@@ -45,8 +46,8 @@ for _, cache_path in ipairs(cache_paths) do
     local key, status, med = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)")
     if key and status == "ok" then
       local target, sms, _, cand, prob = key:match("^([^|]+)|([^|]+)|([^|]+)|([^|]+)|(.+)$")
-      local H, S, causal = (prob or ""):match("^B1,H(%d+),Hkv%d+,S(%d+),(%a+),")
-      local rows = (prob or ""):match(",(rows%d+)$") or ""
+      local H, S, causal, quant = (prob or ""):match("^B1,H(%d+),Hkv%d+,S(%d+),(%a+),%a+,?(.*)$")
+      local rows = quant or ""
       sweeps[rows] = true
       if H then cache[cache_key(target, tonumber(sms), cand, tonumber(S), tonumber(H), causal, rows)] = tonumber(med) end
     end
@@ -54,7 +55,7 @@ for _, cache_path in ipairs(cache_paths) do
 end
 local sweep_list = {}
 for rows in pairs(sweeps) do sweep_list[#sweep_list + 1] = rows end
-table.sort(sweep_list)   -- "" (128-row blocks) first
+table.sort(sweep_list)   -- "" (128-row amax blocks) first
 -- the sweep a table row came from: the one whose cache holds the row's own median for its instance (a table does
 -- not say; a per-tensor sweep's rows may name tiles that only per-tensor scales can run)
 local function sweep_of(r, s, bh, causal)
@@ -63,6 +64,15 @@ local function sweep_of(r, s, bh, causal)
     if t and math.abs(t - r.median_us) <= 1e-4 * r.median_us + 1e-3 then return rows end
   end
   return ""
+end
+
+-- a sweep's quantization in words: "rows0,pow2" -> "per-tensor scales, power-of-two"
+local function sweep_name(rows)
+  local words = {}
+  for part in rows:gmatch("[^,]+") do
+    words[#words + 1] = part == "rows0" and "per-tensor scales" or part == "pow2" and "power-of-two" or part
+  end
+  return table.concat(words, ", ")
 end
 
 -- what the shipping build dispatches per functional key, per target
@@ -99,7 +109,7 @@ for _, r in ipairs(rows) do
   local gain = (t_def and r.median_us > 0) and (t_def / r.median_us - 1) * 100 or nil
   if gain and math.abs(gain) < 0.05 then gain = 0.0 end
   if gain then n = n + 1; sum_log = sum_log + math.log(t_def / r.median_us) end
-  local bucket = rows == "" and r.bucket or ("%s (%s)"):format(r.bucket, rows == "rows0" and "per-tensor scales" or rows)
+  local bucket = rows == "" and r.bucket or ("%s (%s)"):format(r.bucket, sweep_name(rows))
   out[#out + 1] = ("| %s | %s | %s | %s | %s | %.1f | %s |"):format(r.key, bucket, def or "(none in the default build)",
     t_def and ("%.1f"):format(t_def) or "not timed in this sweep", tuned_name, r.median_us,
     gain and ("%+.1f%%"):format(gain) or "n/a")

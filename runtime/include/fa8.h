@@ -67,7 +67,7 @@ typedef struct {
   int32_t batch, seqlen, heads, hdim;
   fa8_fmt fmt;                 /* FP8 format of the output */
   int32_t scale_rows;          /* rows per scale block; 0 = per-tensor */
-  int32_t pow2_scales;         /* round scales up to powers of two */
+  int32_t pow2_scales;         /* 1 (default): scales rounded up to powers of two; 0: amax / fmt max */
   fa8_backend backend;
   int32_t num_threads;         /* CPU: 0 = all cores */
 } fa8_quant_problem;

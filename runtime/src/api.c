@@ -22,6 +22,9 @@ void fa8_quant_problem_init(fa8_quant_problem *p) {
   p->hdim = 128;
   p->fmt = FA8_FMT_E4M3;
   p->scale_rows = 128;
+  /* power-of-two scales: exact descaling, and the convention of block-scaled FP8 training (Transformer Engine's
+   * Float8BlockScaling, MXFP8's E8M0); docs/numerics.md has the measurements behind the default */
+  p->pow2_scales = 1;
   p->backend = FA8_BACKEND_CPU;
 }
 
