@@ -92,6 +92,8 @@ def summary(res):
                  f"{bool(c.get('token_shift', 0))}; chance accuracy {c['chance']:.4f}, best {c.get('best_acc', 1.0):.3f}. "
                  f"Batch {c['batch']}, {c['steps']} steps, AdamW lr {c['lr']} (warmup {c['warmup']}, cosine to 10%), "
                  f"wd {c['weight_decay']}, clip {c['clip']}, fa8 gradient format {c['grad_fmt']}, seeds {c['seeds']}.")
+    if c.get("amax_scales"):
+        lines.append("fa8 arms quantized with amax / fmt-max block scales (--amax-scales; fa8's default: powers of two).")
     if c.get("steps_reduced_from"):
         lines.append(f"**Steps were lowered from {c['steps_reduced_from']} to {c['steps']} to fit the time budget.**")
     best = c.get("best_acc", 1.0)

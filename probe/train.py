@@ -58,6 +58,7 @@ Usage:
   python3 probe/train.py --out /tmp/probe                    # defaults above, seeds 0 1, all four arms
   python3 probe/train.py --smoke --out /tmp/probe-smoke      # tiny, CPU (fa8 arms through fa8's CPU backend)
   python3 probe/train.py --lr 3e-3 --grad-fmt e5m2 --no-qk-norm --arms sdpa-bf16,fa8-stale,fa8-matched ...
+  python3 probe/train.py --amax-scales --out /tmp/amax       # fa8 arms: amax/fmt-max scales, not powers of two
 """
 import argparse
 import json
@@ -105,6 +106,9 @@ def parse():
     ap.add_argument("--time-budget-s", type=float, default=420.0, help="the whole probe, calibration included")
     ap.add_argument("--grad-fmt", default="e4m3", choices=["e4m3", "e5m2"], help="fa8's dO / dS format")
     ap.add_argument("--no-qk-norm", action="store_true", help="plain QK (no RMSNorm, no gains)")
+    ap.add_argument("--amax-scales", action="store_true",
+                    help="fa8 arms quantize Q, K, V, dO with amax / fmt-max block scales (pow2_scales=False) "
+                         "instead of fa8's default power-of-two scales")
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--clip", type=float, default=1.0, help="gradient-norm clip (0: off)")
     ap.add_argument("--no-calibrate", action="store_true", help="do not lower --steps to fit the budget")
@@ -129,12 +133,12 @@ def parse():
     return a
 
 
-def attn_fn(arm, grad_fmt):
+def attn_fn(arm, grad_fmt, pow2_scales=True):
     if arm == "sdpa-bf16":
         return sdpa_bf16
     import fa8
     mode = arm[4:]
-    return lambda q, k, v: fa8.attention(q, k, v, causal=True, delta=mode, grad_fmt=grad_fmt)
+    return lambda q, k, v: fa8.attention(q, k, v, causal=True, delta=mode, grad_fmt=grad_fmt, pow2_scales=pow2_scales)
 
 
 class Capture:
@@ -153,7 +157,7 @@ class Capture:
         return o
 
 
-def rowsum_stats(cap, mode, grad_fmt):
+def rowsum_stats(cap, mode, grad_fmt, pow2_scales=True):
     """fa8_backward's row-sum statistics (collect_stats) per layer for the captured step, in the arm's delta mode:
     the mean rounding-aware residual |sum_j dS_ij| / sum_j P_ij(|dP_ij| + |delta_i|) before and after the cast."""
     import fa8
@@ -164,7 +168,7 @@ def rowsum_stats(cap, mode, grad_fmt):
             continue
         q, k, v = rec["qkv"]
         st = fa8.attention_with_stats(q, k, v, rec["do"].to(torch.bfloat16).contiguous(), causal=True, delta=mode,
-                                      grad_fmt=grad_fmt)["stats"]
+                                      grad_fmt=grad_fmt, pow2_scales=pow2_scales)["stats"]
         out.append({kk: st[kk] for kk in ("pre_ra_mean", "post_ra_mean", "pre_ra_max", "post_ra_max")})
     cap.layers = []
     return out
@@ -191,7 +195,7 @@ class Run:
         fused = self.dev.type == "cuda"
         self.opt = torch.optim.AdamW(self.model.param_groups(a.weight_decay), lr=c["lr"], betas=(0.9, 0.95),
                                      eps=1e-8, fused=fused)
-        self.fn = Capture(attn_fn(arm, a.grad_fmt))
+        self.fn = Capture(attn_fn(arm, a.grad_fmt, pow2_scales=not a.amax_scales))
         self.step = 0
         self.last_rowsums = None
 
@@ -209,7 +213,7 @@ class Run:
         loss.backward()
         if self.fn.armed:
             self.fn.armed = False
-            self.last_rowsums = rowsum_stats(self.fn, self.arm[4:], self.a.grad_fmt)
+            self.last_rowsums = rowsum_stats(self.fn, self.arm[4:], self.a.grad_fmt, pow2_scales=not self.a.amax_scales)
         gn = torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.a.clip if self.a.clip > 0 else float("inf"))
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
@@ -346,6 +350,7 @@ def main():
     c = a.cfg
     task = MQAR(c["n_keys"], c["n_values"], c["pairs"], c["queries"], device=a.device, noise=c["noise"])
     res = dict(config=dict(c, arms=a.arm_list, seeds=a.seed_list, grad_fmt=a.grad_fmt, qk_norm=not a.no_qk_norm,
+                           amax_scales=a.amax_scales,
                            weight_decay=a.weight_decay, clip=a.clip, preset=a.preset, seqlen=task.seqlen,
                            vocab=task.vocab, chance=task.chance(), best_acc=task.best(),
                            time_budget_s=a.time_budget_s),

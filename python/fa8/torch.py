@@ -13,13 +13,15 @@
   (delta prep + backward; dQ/dK/dV FP32 from fa8, GQA's dK/dV summed over the group of query heads by fa8,
   returned as BF16). The forward saves the FP8 codes (+ transposed copies on the GPU) and scales, O, LSE and
   the remainder: the backward re-quantizes nothing but dO.
+* pow2_scales: block scales rounded up to powers of two (default, exact descaling; docs/numerics.md), False:
+  amax / fmt max; one convention for Q, K, V and dO.
 * Every fa8 call runs on torch's current stream of the tensors' device; buffers and workspace come from torch's
   allocator (fa8 never allocates).
 * `torch.library.custom_op`s fa8::attention_fwd / fa8::attention_bwd with fake (meta) implementations and
   registered autograd: torch.compile(fullgraph=True) traces fa8.attention without a graph break.
-* Errors: TypeError for a wrong type/dtype, ValueError naming the bad value (device, shape, head counts, delta,
-  scale, a head geometry this build has no kernel for: fa8's own error text). Other fa8 failures raise
-  fa8.capi.Fa8Error (RuntimeError) with fa8_last_error()'s text.
+* Errors: TypeError for a wrong type/dtype (causal and pow2_scales take a bool), ValueError naming the bad value
+  (device, shape, head counts, delta, scale, a head geometry this build has no kernel for: fa8's own error text).
+  Other fa8 failures raise fa8.capi.Fa8Error (RuntimeError) with fa8_last_error()'s text.
 
 The library: $FA8_LIBRARY, else build/libfa8.so of this checkout (fa8.capi._find_library); fa8.torch.set_library()
 picks one explicitly (before the first call)."""
@@ -81,7 +83,7 @@ def _call(L, name, *args):
 # ---------------------------------------------------------------------------------------------------------------
 # argument checks (pure torch: torch.compile traces them as guards)
 
-def _check_inputs(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows):
+def _check_inputs(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales=True):
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"fa8.attention: {name} must be a torch.Tensor, got {type(t).__name__}")
@@ -118,6 +120,9 @@ def _check_inputs(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows):
         raise ValueError(f"fa8.attention: scale={scale!r}; expected a finite float > 0 (None: 1/sqrt(D_qk))")
     if not isinstance(scale_rows, int) or scale_rows < 0:
         raise ValueError(f"fa8.attention: scale_rows={scale_rows!r}; expected an int >= 0 (0: one scale per tensor)")
+    if not isinstance(pow2_scales, bool):
+        raise TypeError(f"fa8.attention: pow2_scales must be a bool, got {pow2_scales!r} "
+                        "(True: power-of-two block scales, False: amax / fmt max)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -190,9 +195,10 @@ def _qtensor(codes, codes_t, scales, scale_rows, fmt):
     return q
 
 
-def _quantize(L, x, fmt, scale_rows, stream):
+def _quantize(L, x, fmt, scale_rows, stream, pow2_scales=True):
     """fa8_quantize of a BF16 [B,S,H,D] tensor: (codes uint8 [B,S,H,D], transposed codes [B,H,D,S_pad] on the
-    GPU (empty on the CPU, which does not read them), scales float32 [B,H,nblk])."""
+    GPU (empty on the CPU, which does not read them), scales float32 [B,H,nblk]). pow2_scales: block scales
+    rounded up to powers of two (True) or amax / fmt max (False)."""
     x = _usable(x)
     gpu = x.device.type == "cuda"
     B, S, H, D = x.shape
@@ -200,7 +206,8 @@ def _quantize(L, x, fmt, scale_rows, stream):
     codes = torch.empty(s_codes, dtype=torch.uint8, device=x.device)
     codes_t = torch.empty(s_t, dtype=torch.uint8, device=x.device)
     scales = torch.empty(s_sc, dtype=torch.float32, device=x.device)
-    qp = L.quant_problem(batch=B, seqlen=S, heads=H, hdim=D, fmt=fmt, scale_rows=scale_rows, backend=_backend(x))
+    qp = L.quant_problem(batch=B, seqlen=S, heads=H, hdim=D, fmt=fmt, scale_rows=scale_rows,
+                         pow2_scales=int(bool(pow2_scales)), backend=_backend(x))
     ws_bytes = _size(L, "fa8_quantize_workspace", qp)
     ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=x.device) if ws_bytes else None
     out = _qtensor(codes, codes_t, scales, scale_rows, fmt)
@@ -256,7 +263,7 @@ def check_supported(device, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, delta="matched",
 # ---------------------------------------------------------------------------------------------------------------
 # the two halves, as plain functions (the custom ops and attention_with_stats call them)
 
-def _forward(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows):
+def _forward(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales=True):
     L = lib()
     B, Sq, H, Dqk = q.shape
     Sk, Hkv, Dv = k.shape[1], k.shape[2], v.shape[3]
@@ -264,7 +271,7 @@ def _forward(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows):
     dev = q.device
     with _DeviceGuard(q):
         stream = _stream(q)
-        qq, kq, vq = (_quantize(L, x, fmt, scale_rows, stream) for x in (q, k, v))
+        qq, kq, vq = (_quantize(L, x, fmt, scale_rows, stream, pow2_scales) for x in (q, k, v))
         p = _problem(L, q, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, scale, delta, fmt, "e4m3")
         o = torch.empty(B, Sq, H, Dv, dtype=torch.bfloat16, device=dev)
         o_rem = torch.empty((B, Sq, H, Dv) if delta == "split" else (0,), dtype=torch.bfloat16, device=dev)
@@ -279,7 +286,7 @@ def _forward(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows):
 
 
 def _backward(dout, o, lse, o_rem, q8, q8t, qs, k8, k8t, ks, v8, v8t, vs, causal, scale, delta, fmt, grad_fmt,
-              scale_rows, collect_stats=False):
+              scale_rows, pow2_scales=True, collect_stats=False):
     L = lib()
     B, Sq, H, Dqk = q8.shape
     Sk, Hkv, Dv = k8.shape[1], k8.shape[2], v8.shape[3]
@@ -289,7 +296,7 @@ def _backward(dout, o, lse, o_rem, q8, q8t, qs, k8, k8t, ks, v8, v8t, vs, causal
     dout = _usable(dout)
     with _DeviceGuard(q8):
         stream = _stream(q8)
-        dq8 = _quantize(L, dout, grad_fmt, scale_rows, stream)
+        dq8 = _quantize(L, dout, grad_fmt, scale_rows, stream, pow2_scales)   # dO: the forward's convention
         p = _problem(L, q8, B, Sq, Sk, H, Hkv, Dqk, Dv, causal, scale, delta, fmt, grad_fmt, collect_stats)
         delta_t = torch.empty(B, H, Sq, dtype=torch.float32, device=dev)
         dq = torch.empty(B, Sq, H, Dqk, dtype=torch.float32, device=dev)
@@ -318,13 +325,14 @@ _T12 = Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Ten
 
 @torch.library.custom_op("fa8::attention_fwd", mutates_args=())
 def attention_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: float, delta: str, fmt: str,
-                  grad_fmt: str, scale_rows: int) -> _T12:
-    """(o, lse, o_rem, q8, q8t, qs, k8, k8t, ks, v8, v8t, vs). grad_fmt is the backward's (kept for autograd)."""
-    return _forward(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows)
+                  grad_fmt: str, scale_rows: int, pow2_scales: bool) -> _T12:
+    """(o, lse, o_rem, q8, q8t, qs, k8, k8t, ks, v8, v8t, vs). grad_fmt is the backward's (kept for autograd);
+    pow2_scales: power-of-two block scales (True) or amax / fmt max (False), for Q, K, V here and dO there."""
+    return _forward(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales)
 
 
 @attention_fwd.register_fake
-def _attention_fwd_fake(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows):
+def _attention_fwd_fake(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales):
     B, Sq, H, Dqk = q.shape
     Sk, Hkv, Dv = k.shape[1], k.shape[2], v.shape[3]
     if q.device.type in ("cuda", "cpu") and all(isinstance(n, int) for n in (B, Sq, Sk, H, Hkv, Dqk, Dv)):
@@ -343,30 +351,31 @@ def _attention_fwd_fake(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows
 @torch.library.custom_op("fa8::attention_bwd", mutates_args=())
 def attention_bwd(dout: Tensor, o: Tensor, lse: Tensor, o_rem: Tensor, q8: Tensor, q8t: Tensor, qs: Tensor,
                   k8: Tensor, k8t: Tensor, ks: Tensor, v8: Tensor, v8t: Tensor, vs: Tensor, causal: bool,
-                  scale: float, delta: str, fmt: str, grad_fmt: str, scale_rows: int) -> Tuple[Tensor, Tensor, Tensor]:
+                  scale: float, delta: str, fmt: str, grad_fmt: str, scale_rows: int,
+                  pow2_scales: bool) -> Tuple[Tensor, Tensor, Tensor]:
     """(dq, dk, dv) in BF16, shaped like q, k, v (GQA: dk, dv summed over each group by fa8)."""
     return _backward(dout, o, lse, o_rem, q8, q8t, qs, k8, k8t, ks, v8, v8t, vs, causal, scale, delta, fmt,
-                     grad_fmt, scale_rows)
+                     grad_fmt, scale_rows, pow2_scales)
 
 
 @attention_bwd.register_fake
 def _attention_bwd_fake(dout, o, lse, o_rem, q8, q8t, qs, k8, k8t, ks, v8, v8t, vs, causal, scale, delta, fmt,
-                        grad_fmt, scale_rows):
+                        grad_fmt, scale_rows, pow2_scales):
     return (q8.new_empty(q8.shape, dtype=torch.bfloat16), k8.new_empty(k8.shape, dtype=torch.bfloat16),
             v8.new_empty((v8.shape[0], v8.shape[1], v8.shape[2], v8.shape[3]), dtype=torch.bfloat16))
 
 
 def _setup_context(ctx, inputs, output):
-    q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows = inputs
+    q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales = inputs
     ctx.save_for_backward(*output)
-    ctx.args = (causal, scale, delta, fmt, grad_fmt, scale_rows)
+    ctx.args = (causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales)
 
 
 def _backward_formula(ctx, grad_o, *unused):
     if grad_o is None:
-        return (None,) * 9
+        return (None,) * 10                     # one per input of fa8::attention_fwd
     dq, dk, dv = torch.ops.fa8.attention_bwd(grad_o, *ctx.saved_tensors, *ctx.args)
-    return (dq, dk, dv) + (None,) * 6
+    return (dq, dk, dv) + (None,) * 7           # causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales
 
 
 attention_fwd.register_autograd(_backward_formula, setup_context=_setup_context)
@@ -377,25 +386,28 @@ attention_fwd.register_autograd(_backward_formula, setup_context=_setup_context)
 
 def attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: Optional[float] = None,
               delta: str = "matched", fmt: str = "e4m3", grad_fmt: str = "e4m3",
-              scale_rows: int = DEFAULT_SCALE_ROWS) -> Tensor:
+              scale_rows: int = DEFAULT_SCALE_ROWS, pow2_scales: bool = True) -> Tensor:
     """FP8 attention (forward + backward by fa8). q [B,Sq,H,Dqk], k [B,Sk,Hkv,Dqk], v [B,Sk,Hkv,Dv], BF16, one
     device. Returns O [B,Sq,H,Dv] BF16. causal: bottom-right aligned (FlashAttention 2+). scale: softmax scale
     (None: 1/sqrt(Dqk)). delta: the backward's softmax correction, "matched" (Delta-Matching, default), "split",
     "dohat" or "stale" (docs/numerics.md). fmt / grad_fmt: FP8 format of Q,K,V / of dO and dS ("e5m2" gradients
-    need a build that holds them: the default profile does). scale_rows: rows per quantization scale block."""
-    _check_inputs(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows)
+    need a build that holds them: the default profile does). scale_rows: rows per quantization scale block.
+    pow2_scales: block scales rounded up to powers of two (default, exact descaling; docs/numerics.md), False:
+    amax / fmt max (Q, K, V and dO alike)."""
+    _check_inputs(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    out = torch.ops.fa8.attention_fwd(q, k, v, causal, float(scale), delta, fmt, grad_fmt, scale_rows)
+    out = torch.ops.fa8.attention_fwd(q, k, v, causal, float(scale), delta, fmt, grad_fmt, scale_rows, pow2_scales)
     return out[0]
 
 
 def attention_with_stats(q, k, v, dout, causal=False, scale=None, delta="matched", fmt="e4m3", grad_fmt="e4m3",
-                         scale_rows=DEFAULT_SCALE_ROWS):
+                         scale_rows=DEFAULT_SCALE_ROWS, pow2_scales=True):
     """One forward + backward outside autograd, with fa8's dS row-sum statistics (collect_stats): returns
     dict(o=BF16, lse, dq, dk, dv (FP32, as fa8 writes them), delta (the correction the backward used, [B,H,Sq]),
-    stats={pre_mean, pre_max, post_mean, post_max, pre_ra_*, post_ra_*, rows}) (docs/numerics.md)."""
-    _check_inputs(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows)
+    stats={pre_mean, pre_max, post_mean, post_max, pre_ra_*, post_ra_*, rows}) (docs/numerics.md). pow2_scales
+    as in attention()."""
+    _check_inputs(q, k, v, causal, scale, delta, fmt, grad_fmt, scale_rows, pow2_scales)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     if not isinstance(dout, torch.Tensor) or dout.dtype != torch.bfloat16:
@@ -404,9 +416,9 @@ def attention_with_stats(q, k, v, dout, causal=False, scale=None, delta="matched
         raise ValueError(f"fa8.attention_with_stats: dout has shape {tuple(dout.shape)} on {dout.device}; "
                          f"expected {(q.shape[0], q.shape[1], q.shape[2], v.shape[3])} on {q.device}")
     with torch.no_grad():
-        saved = _forward(q, k, v, causal, float(scale), delta, fmt, grad_fmt, scale_rows)
+        saved = _forward(q, k, v, causal, float(scale), delta, fmt, grad_fmt, scale_rows, pow2_scales)
         dq, dk, dv, dl, st = _backward(dout, *saved, causal, float(scale), delta, fmt, grad_fmt, scale_rows,
-                                       collect_stats=True)
+                                       pow2_scales, collect_stats=True)
     return dict(o=saved[0], lse=saved[1], dq=dq, dk=dk, dv=dv, delta=dl, stats=st)
 
 
