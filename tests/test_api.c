@@ -361,7 +361,7 @@ Test(init, quant_problem_defaults) {
   cr_assert_eq(q.batch, 1); cr_assert_eq(q.seqlen, 1); cr_assert_eq(q.heads, 1); cr_assert_eq(q.hdim, 128);
   cr_assert_eq(q.fmt, FA8_FMT_E4M3);
   cr_assert_eq(q.scale_rows, 128);
-  cr_assert_eq(q.pow2_scales, 0);
+  cr_assert_eq(q.pow2_scales, 1);   /* power-of-two scales by default (docs/numerics.md) */
   cr_assert_eq(q.backend, FA8_BACKEND_CPU);
   cr_assert_eq(q.num_threads, 0);
   cr_assert_eq(fa8_quant_scale_count(&q), 1);
