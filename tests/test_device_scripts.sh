@@ -13,7 +13,8 @@
 #     nvidia-smi (its file names the queried fields), does nothing without one and refuses an unknown command, a bad
 #     interval or a missing file name;
 #   * tools/device/power-probe.py and h200-run's --power refuse a bad number of seconds; the probe's window
-#     statistics (samples inside a workload's window, median clock and power, power-cap share) on a synthetic file.
+#     statistics (samples inside a workload's window, median clock and power, power-cap share) on a synthetic file;
+#   * tools/device/file-final-run files a fake final-run output in the committed layout and refuses a bad folder.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -28,7 +29,7 @@ check() {   # check NAME WANT_RC PATTERN -- COMMAND...
     echo "ok   $name"
   fi
 }
-for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks final-run ncu-kernel set-words; do
+for s in h200-run check-sass unpack-debs fetch-debs fetch-wheels fetch-cuobjdump ab-patch gpu-clocks final-run file-final-run ncu-kernel set-words; do
   [ -f "$ROOT/tools/device/$s" ] && check "bash -n $s" 0 "" -- bash -n "$ROOT/tools/device/$s"
 done
 
@@ -222,4 +223,16 @@ spec.loader.exec_module(pp); pp.sampler('$T/none.csv')"
 fi
 check "h200-run: refuses --power 0" 2 "--power '0' is not a positive number of seconds" -- env OUT="$T/h" bash "$ROOT/tools/device/h200-run" --power 0
 check "h200-run: refuses --power 1.2.3" 2 "--power '1.2.3' is not a positive number" -- env OUT="$T/h" bash "$ROOT/tools/device/h200-run" --power 1.2.3
+# tools/device/file-final-run: a fake final-run output (artifacts.tgz + san/extra.txt) is filed in the committed layout
+mkdir -p "$T/ff/art" "$T/ff/src/san"
+for f in acceptance.md fa8-bench.jsonl results.md residuals.md gpu_vs_cpu.txt gpu-clocks.txt sass.txt; do echo "$f body" > "$T/ff/art/$f"; done
+printf 'noise\n[====] Synthesis: Tested: 15 | Passing: 15 | Failing: 0 | Crashing: 0\n' > "$T/ff/art/testlog.txt"
+echo '{"rc": 0, "seconds": 1, "commit": "abc1234"}' > "$T/ff/art/summary.json"
+tar czf "$T/ff/src/artifacts.tgz" -C "$T/ff/art" .
+echo "== memcheck" > "$T/ff/src/san/extra.txt"
+check "file-final-run: files a run" 0 "filed 9 files in .*run9 \(commit abc1234\)" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/src" "$T/ff/out/run9"
+check "file-final-run: the suite's synthesis line" 0 "^\[====\] Synthesis: Tested: 15" -- cat "$T/ff/out/run9/suite-summary.txt"
+check "file-final-run: the sanitizers' extra runs" 0 "^== memcheck$" -- cat "$T/ff/out/run9/sanitizer-extra.txt"
+check "file-final-run: refuses a folder without artifacts" 1 "artifacts.tgz is missing" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/none" "$T/ff/out/x"
+check "file-final-run: usage" 2 "usage" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/src"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
