@@ -235,4 +235,5 @@ check "file-final-run: the suite's synthesis line" 0 "^\[====\] Synthesis: Teste
 check "file-final-run: the sanitizers' extra runs" 0 "^== memcheck$" -- cat "$T/ff/out/run9/sanitizer-extra.txt"
 check "file-final-run: refuses a folder without artifacts" 1 "artifacts.tgz is missing" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/none" "$T/ff/out/x"
 check "file-final-run: usage" 2 "usage" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/src"
+check "final-run: refuses a bad FINAL_BENCH_ONLY" 2 "FINAL_BENCH_ONLY='2' is not 0 or 1" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_BENCH_ONLY=2 bash "$ROOT/tools/device/final-run"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
