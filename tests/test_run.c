@@ -337,6 +337,27 @@ Test(run, tune_writes_a_table_the_runtime_uses) {
   rc = fa8_cmd(out, sizeof out, args);
   cr_assert_eq(rc, 0, "%s", out);
   cr_expect(strstr(out, "tuned (overlay): exact row") != NULL && strstr(out, "t.csv:3") != NULL, "%s", out);
+  /* the sweeps above ran under the default power-of-two scales, so their cache keys say ",pow2"; an amax-scale
+   * sweep (--no-pow2-scales) is another quantization: it finds none of them and adds keys of its own */
+  snprintf(path, sizeof path, "%s/c.tsv", dir_out);
+  char *cache = test_slurp(path, NULL);
+  cr_assert(cache, "no cache at %s", path);
+  cr_expect(strstr(cache, ",full,matched,pow2\t") != NULL, "%s", cache);
+  free(cache);
+  snprintf(args, sizeof args, "tune --backend cpu --hdim 64 --seqlen 256 --heads 4 --kv-heads 2 --causal no --reps 2 "
+           "--warmup 0 --threads 1 --no-pow2-scales --cache '%s/c.tsv' --out '%s/t3.csv'", dir_out, dir_out);
+  rc = fa8_cmd(out, sizeof out, args);
+  cr_assert_eq(rc, 0, "amax-scale fa8 tune exited %d: %s", rc, out);
+  cr_expect(strstr(out, "measured now, 0 from the cache") != NULL, "the amax sweep reused power-of-two times: %s", out);
+  cache = test_slurp(path, NULL);
+  cr_assert(cache);
+  cr_expect(strstr(cache, ",full,matched\t") != NULL && strstr(cache, ",full,matched,pow2\t") != NULL, "%s", cache);
+  free(cache);
+  snprintf(path, sizeof path, "%s/t3.md", dir_out);
+  md = test_slurp(path, NULL);
+  cr_assert(md);
+  cr_expect(strstr(md, "amax scales") != NULL, "the report names its quantization: %s", md);
+  free(md);
 }
 
 /* The committed H200 table is what the runtime picks on an H200, shown without one: fa8 list --tuned --device
