@@ -190,9 +190,9 @@ int cli_tune(int argc, char **argv) {
   const char *backend = "cuda", *hdims = "128", *seqlens = "4096", *causal_s = "both", *dirs = "fwd,bwd", *delta_s = "matched";
   const char *cache_path = NULL, *out_path = NULL, *report_path = NULL, *label = NULL;
   int32_t heads = 64, kv = 8, batch = 1, reps = 0, warmup = -1, threads = 0, fresh = 0, scale_rows = 128;
-  fa8_quant_problem qdef;
-  fa8_quant_problem_init(&qdef);
-  int32_t pow2 = qdef.pow2_scales;   /* the library's default quantization unless told */
+  h_config cdef;
+  h_config_init(&cdef);
+  int32_t pow2 = cdef.pow2_scales;   /* the library's default quantization unless told */
   const opt_spec specs[] = {
     { "backend", OPT_STR, &backend, 0, 0, "cuda (default) | cpu" },
     { "hdim", OPT_STR, &hdims, 0, 0, "head dims, comma separated: N or QKxV (128)" },
@@ -323,8 +323,7 @@ int cli_tune(int argc, char **argv) {
     for (int ci = 0; ci < nc && !rc; ++ci) {
       /* the check problem: one KV group, tails on both sequence ends of every tile size */
       h_config cc;
-      memset(&cc, 0, sizeof cc);
-      fa8_problem_init(&cc.p);
+      h_config_init(&cc);
       cc.p = base;
       cc.pow2_scales = pow2;
       cc.p.batch = 1; cc.p.heads = heads / kv; cc.p.kv_heads = 1; cc.p.seqlen_q = cc.p.seqlen_k = 300;

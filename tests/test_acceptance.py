@@ -40,6 +40,12 @@ class Run(unittest.TestCase):
             rc = acceptance.main(list(args))
         return rc, out.getvalue(), err.getvalue()
 
+    def expect_error(self, lines, pattern):
+        rc, out, err = self.run_tool(self.write(lines))
+        self.assertEqual(rc, 1)
+        self.assertEqual(out, "")
+        self.assertRegex(err, pattern)
+
 
 class Costs(Run):
     def test_costs_and_budgets(self):
@@ -62,9 +68,7 @@ class Costs(Run):
         self.assertIn("| d128 H64 S=8192 | 1.000 / 4.00 | – | +10.0 % (**FAIL**) | 700 | 450 |", out)
         self.assertIn("| d128 H64 S=8192 per-tensor | 0.900 / 4.00 | – | +6.1 % (pass) | 770 | 450 |", out)
         self.assertIn("- forward d128 H64 S=8192 per-tensor: 770 TFLOP/s", out)
-        rc, _, err = self.run_tool(self.write([dict(row("stale", 1.0, 4.0), scale_rows=-1)]))
-        self.assertNotEqual(rc, 0)
-        self.assertIn("scale_rows -1", err)
+        self.expect_error([dict(row("stale", 1.0, 4.0), scale_rows=-1)], r"scale_rows -1")
 
     def test_amax_scales_keep_problems_apart(self):
         # amax scales (fa8 bench --no-pow2-scales) are a quantization of their own, beside the default power-of-two
@@ -80,9 +84,7 @@ class Costs(Run):
         del old["pow2_scales"]
         _, out, _ = self.run_tool(self.write([old]))
         self.assertIn("| d128 H64 S=8192 amax scales | 1.000 / 4.00 |", out)
-        rc, _, err = self.run_tool(self.write([dict(row("stale", 1.0, 4.0), pow2_scales=1)]))
-        self.assertNotEqual(rc, 0)
-        self.assertIn("pow2_scales 1", err)
+        self.expect_error([dict(row("stale", 1.0, 4.0), pow2_scales=1)], r"pow2_scales 1")
 
     def test_v_scale_rows_keep_problems_apart(self):
         # V quantized on its own (fa8 bench --v-scale-rows, one scale per head, say) is a quantization of its own;
@@ -92,9 +94,7 @@ class Costs(Run):
         _, out, _ = self.run_tool(self.write(blocks + vh))
         self.assertIn("| d128 H64 S=8192 | 1.000 / 4.00 | – | +10.0 % (**FAIL**) | 700 | 450 |", out)
         self.assertIn("| d128 H64 S=8192 V scale rows 8192 | 0.930 / 4.00 | – | +5.5 % (pass) | 753 | 450 |", out)
-        rc, _, err = self.run_tool(self.write([dict(row("stale", 1.0, 4.0), v_scale_rows="all")]))
-        self.assertNotEqual(rc, 0)
-        self.assertIn("v_scale_rows 'all'", err)
+        self.expect_error([dict(row("stale", 1.0, 4.0), v_scale_rows="all")], r"v_scale_rows 'all'")
 
     def test_edge_of_the_budget_passes(self):
         path = self.write([row("stale", 1.0, 3.0), row("matched", 1.0, 4.0), row("split", 1.0, 3.32)])
@@ -194,12 +194,6 @@ class Peers(Run):
 
 
 class BadInput(Run):
-    def expect_error(self, lines, pattern):
-        rc, out, err = self.run_tool(self.write(lines))
-        self.assertEqual(rc, 1)
-        self.assertEqual(out, "")
-        self.assertRegex(err, pattern)
-
     def test_malformed_json_names_the_line(self):
         self.expect_error([row("stale", 1.0, 4.0), '{"system": "fa8-split", '], r"fa8-bench\.jsonl:2: not JSON")
 
