@@ -103,11 +103,22 @@ def read_rows(path, peers=None, errors=None):
 
 def problems(rows):
     """{problem key + (scale rows, power-of-two scales, V's scale rows): {mode: row}} in first-seen order; a mode
-    measured twice keeps its last row"""
+    measured twice keeps its last row (repeated_sets lists them all)"""
     out = {}
     for r in rows:
         out.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"], r["v_scale_rows"]), {})[r["mode"]] = r
     return out
+
+
+def repeated_sets(rows):
+    """{problem key: [stale rows, in order]} for the problems whose stale forward was measured more than once in
+    a file (the same fa8 bench set run again): the verdicts judge the last, and the report lists every one, so
+    the spread between identical sets stays in sight"""
+    seen = {}
+    for r in rows:
+        if r["mode"] == "stale":
+            seen.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"], r["v_scale_rows"]), []).append(r)
+    return {k: v for k, v in seen.items() if len(v) > 1}
 
 
 def name(key):
@@ -157,10 +168,16 @@ def report(path, rows, peers=None, errors=()):
         bwd = f"{max(exact):.0f}" if exact else "–"
         lines.append(f"| {name(key)} | {times} | {cell('matched')} | {cell('split')} | {fwd} | {bwd} |")
     checks = []
+    repeats = repeated_sets(rows)
     for key, modes in probs.items():
         B, H, Hkv, S, dqk, dv, causal, srows, pow2, vrows = key
         if S != 8192 or B * H != 64:
             continue
+        if key in repeats:
+            each = ", ".join(f"{r['fwd_tflops']:.0f}" + (f" / {r['fwd_alone_tflops']:.0f} alone" if "fwd_alone_tflops" in r else "")
+                             for r in repeats[key])
+            checks.append(f"- {name(key)} was measured {len(repeats[key])} times in this file; the lines judge the last. "
+                          f"Stale's forward in each set (TFLOP/s): {each}")
         fwd = std_fwd(modes)
         target = FWD_TARGET.get((dqk, dv))
         if target and not causal and fwd is not None:
