@@ -101,12 +101,17 @@ def read_rows(path, peers=None, errors=None):
     return rows
 
 
+def problem_key(r):
+    """a row's problem: KEY's fields + (scale rows, power-of-two scales, V's scale rows)"""
+    return tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"], r["v_scale_rows"])
+
+
 def problems(rows):
-    """{problem key + (scale rows, power-of-two scales, V's scale rows): {mode: row}} in first-seen order; a mode
-    measured twice keeps its last row (repeated_sets lists them all)"""
+    """{problem_key: {mode: row}} in first-seen order; a mode measured twice keeps its last row (repeated_sets
+    lists them all)"""
     out = {}
     for r in rows:
-        out.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"], r["v_scale_rows"]), {})[r["mode"]] = r
+        out.setdefault(problem_key(r), {})[r["mode"]] = r
     return out
 
 
@@ -117,7 +122,7 @@ def repeated_sets(rows):
     seen = {}
     for r in rows:
         if r["mode"] == "stale":
-            seen.setdefault(tuple(r[k] for k in KEY) + (r["scale_rows"], r["pow2_scales"], r["v_scale_rows"]), []).append(r)
+            seen.setdefault(problem_key(r), []).append(r)
     return {k: v for k, v in seen.items() if len(v) > 1}
 
 
