@@ -143,21 +143,38 @@ class Targets(Run):
         _, out, _ = self.run_tool(path)
         self.assertNotIn("timed alone", out)   # rows from before the field: one line
 
-    def test_repeated_sets_are_listed_and_the_last_judged(self):
-        # the same d256 set twice (as bench/results/2026-12-06-h100-pow2-default/d256-pow2-row ran it): the verdicts
-        # read the second set, and one line names both sets' forwards so the spread between them is not lost
-        first = dict(row("stale", 3.83, 28.0, 1148, 393, d=256), fwd_alone_ms=4.37, fwd_alone_tflops=1006.0)
-        second = dict(row("stale", 3.84, 28.0, 1146, 393, d=256), fwd_alone_ms=4.77, fwd_alone_tflops=922.0)
-        path = self.write([first, row("split", 5.37, 28.0, 819, 393, d=256), second, row("split", 5.39, 28.0, 816, 392, d=256)])
+    def test_repeated_sets_are_listed_and_their_median_judged(self):
+        # the same d256 set run again (as bench/results/2026-12-06-h100-pow2-default/d256-pow2-row ran it): each
+        # verdict reads the field's median over the sets, and one line names every set's forward so the spread
+        # between them is not lost
+        def d256(fwd_ms, tflops, alone):
+            return dict(row("stale", fwd_ms, 28.0, tflops, 393, d=256), fwd_alone_ms=4.4, fwd_alone_tflops=alone)
+        first, second, third = d256(3.83, 1148, 1006.0), d256(3.84, 1146, 922.0), d256(3.82, 1150, 1011.0)
+        split = [row("split", 5.37, 28.0, 819, 393, d=256), row("split", 5.39, 28.0, 816, 392, d=256),
+                 row("split", 5.38, 28.0, 817, 393, d=256)]
+        path = self.write([first, split[0], second, split[1]])
         _, out, _ = self.run_tool(path)
-        self.assertIn("- d256 H64 S=8192 was measured 2 times in this file; the lines judge the last. "
+        self.assertIn("- d256 H64 S=8192 was measured 2 times in this file; the lines judge the median over the sets. "
                       "Stale's forward in each set (TFLOP/s): 1148 / 1006 alone, 1146 / 922 alone", out)
-        self.assertIn("timed alone (back-to-back forwards, the peers' protocol): 922 TFLOP/s, target 1000: **FAIL**", out)
+        # two sets: the middle two's mean, (1006 + 922) / 2
+        self.assertIn("timed alone (back-to-back forwards, the peers' protocol): 964 TFLOP/s, target 1000: **FAIL**", out)
+        self.assertIn("- forward d256 H64 S=8192: 1147 TFLOP/s, target 1000: pass", out)
+        # three sets: the middle one, whichever set it came from; the cost reads the median times
+        # (stale 3.83 + 28.0, split 5.38 + 28.0: +4.9 %)
+        path = self.write([first, split[0], second, split[1], third, split[2]])
+        _, out, _ = self.run_tool(path)
+        self.assertIn("measured 3 times", out)
+        self.assertIn("1006 TFLOP/s, target 1000: pass", out)
+        self.assertIn("| d256 H64 S=8192 | 3.830 / 28.00 | – | +4.9 % (pass) | 1148 |", out)
         # measured once (or only its split measured twice): no such line
-        path = self.write([first, row("split", 5.37, 28.0, 819, 393, d=256), row("split", 5.39, 28.0, 816, 392, d=256)])
+        path = self.write([first, split[0], split[1]])
         _, out, _ = self.run_tool(path)
         self.assertNotIn("was measured", out)
         self.assertIn("1006 TFLOP/s, target 1000: pass", out)
+        # a set without the alone field: the alone line is not judged on the other sets alone
+        path = self.write([first, row("stale", 3.84, 28.0, 1146, 393, d=256)])
+        _, out, _ = self.run_tool(path)
+        self.assertNotIn("timed alone", out)
 
     def test_split_only_problems_get_no_forward_verdict(self):
         # split's forward is another kernel (its extra GEMM): a problem timed in split alone is judged on its
