@@ -5,6 +5,9 @@ throughput targets. Runs here, no GPU: it only reads what was measured, so a res
 regenerated instead of worked out by hand.
 
     python3 bench/acceptance.py bench/results/<run>/fa8-bench.jsonl [results.json ...] [--out report.md]
+    python3 bench/acceptance.py --across RUN1/fa8-bench.jsonl[,RUN1/results.json] RUN2/fa8-bench.jsonl ...
+
+--across puts several runs (machines, days) side by side: one row per line, one column per run.
 
 A file is JSON lines (fa8 bench) or bench/run.py's results.json (its "rows", the peers' included). Each problem
 (B, H, Hkv, S, head dims, causal, and the quantizer's scale rows: 128 when a row does not say, 0 per-tensor; its
@@ -17,6 +20,7 @@ A problem measured in several sets of one file (the same set run again) is judge
 the sets, and the report names every set's forward."""
 import argparse
 import json
+import os
 import statistics
 import sys
 
@@ -175,9 +179,62 @@ def verdict(ok):
     return "pass" if ok else "**FAIL**"
 
 
-def report(path, rows, peers=None, errors=()):
+def checks(rows, peers=None):
+    """issue 5's lines for one file's rows, in report order: dicts with `line` (what is judged, the same wording in
+    every file), `value` (the figure), `ok` (True / False; None for a line that only informs) and `text` (the
+    report's bullet)"""
     probs = problems(rows)
     peers = peers or {}
+    out = []
+    add = lambda line, value, ok, text: out.append(dict(line=line, value=value, ok=ok, text=text))
+    repeats = repeated_sets(rows)
+    for key, modes in probs.items():
+        B, H, Hkv, S, dqk, dv, causal, srows, pow2, vrows = key
+        if S != 8192 or B * H != 64:
+            continue
+        if key in repeats:
+            each = ", ".join(f"{r['fwd_tflops']:.0f}" + (f" / {r['fwd_alone_tflops']:.0f} alone" if "fwd_alone_tflops" in r else "")
+                             for r in repeats[key])
+            add(f"{name(key)}: sets", str(len(repeats[key])), None,
+                f"{name(key)} was measured {len(repeats[key])} times in this file; the lines judge the median over the sets. "
+                f"Stale's forward in each set (TFLOP/s): {each}")
+        fwd = std_fwd(modes)
+        target = FWD_TARGET.get((dqk, dv))
+        if target and not causal and fwd is not None:
+            add(f"forward {name(key)} (≥ {target:.0f})", f"{fwd:.0f}", fwd >= target,
+                f"forward {name(key)}: {fwd:.0f} TFLOP/s, target {target:.0f}: {verdict(fwd >= target)}")
+            alone = std_fwd(modes, "fwd_alone_tflops")
+            if alone is not None:
+                add(f"forward {name(key)}, alone (≥ {target:.0f})", f"{alone:.0f}", alone >= target,
+                    f"forward {name(key)}, timed alone (back-to-back forwards, the peers' protocol): "
+                    f"{alone:.0f} TFLOP/s, target {target:.0f}: {verdict(alone >= target)}")
+        if causal and fwd is not None:
+            twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows, pow2, vrows))
+            full = std_fwd(twin) if twin else None
+            if full:
+                gap = 1.0 - fwd / full
+                add(f"causal forward {name(key)}, below non-causal (≤ {CAUSAL_WITHIN * 100:.0f} %)", f"{gap * 100:.1f} %",
+                    gap <= CAUSAL_WITHIN,
+                    f"causal forward {name(key)}: {fwd:.0f} against {full:.0f} non-causal "
+                    f"({gap * 100:.1f} % below, limit {CAUSAL_WITHIN * 100:.0f} %): {verdict(gap <= CAUSAL_WITHIN)}")
+        if (dqk, dv) == (128, 128):
+            exact = [modes[m]["bwd_tflops"] for m in ("matched", "split") if m in modes]
+            if exact:
+                t = BWD_TARGET[bool(causal)]
+                add(f"backward {name(key)}, faster exact mode (≥ {t:.0f})", f"{max(exact):.0f}", max(exact) >= t,
+                    f"backward {name(key)}, faster exact mode: {max(exact):.0f} TFLOP/s, target {t:.0f}: "
+                    f"{verdict(max(exact) >= t)}")
+                bf16 = peers.get(key[:len(KEY)], {}).get(PEER_BF16)
+                if bf16:
+                    b = bf16["bwd_tflops"]
+                    add(f"backward {name(key)}, above cuDNN BF16", f"{max(exact):.0f} vs {b:.0f}", max(exact) > b,
+                        f"backward {name(key)}, faster exact mode above cuDNN BF16 in the same run "
+                        f"({b:.0f}): {verdict(max(exact) > b)}")
+    return out
+
+
+def report(path, rows, peers=None, errors=()):
+    probs = problems(rows)
     lines = [f"## {path}", "",
              "| problem | stale fwd / bwd ms | matched cost | split cost | fwd TFLOP/s (stale) | bwd TFLOP/s (best exact) |",
              "|---|---|---|---|---|---|"]
@@ -191,66 +248,70 @@ def report(path, rows, peers=None, errors=()):
         fwd = f"{st['fwd_tflops']:.0f}" if st else "–"
         bwd = f"{max(exact):.0f}" if exact else "–"
         lines.append(f"| {name(key)} | {times} | {cell('matched')} | {cell('split')} | {fwd} | {bwd} |")
-    checks = []
-    repeats = repeated_sets(rows)
-    for key, modes in probs.items():
-        B, H, Hkv, S, dqk, dv, causal, srows, pow2, vrows = key
-        if S != 8192 or B * H != 64:
-            continue
-        if key in repeats:
-            each = ", ".join(f"{r['fwd_tflops']:.0f}" + (f" / {r['fwd_alone_tflops']:.0f} alone" if "fwd_alone_tflops" in r else "")
-                             for r in repeats[key])
-            checks.append(f"- {name(key)} was measured {len(repeats[key])} times in this file; the lines judge the median over the sets. "
-                          f"Stale's forward in each set (TFLOP/s): {each}")
-        fwd = std_fwd(modes)
-        target = FWD_TARGET.get((dqk, dv))
-        if target and not causal and fwd is not None:
-            checks.append(f"- forward {name(key)}: {fwd:.0f} TFLOP/s, target {target:.0f}: {verdict(fwd >= target)}")
-            alone = std_fwd(modes, "fwd_alone_tflops")
-            if alone is not None:
-                checks.append(f"- forward {name(key)}, timed alone (back-to-back forwards, the peers' protocol): "
-                              f"{alone:.0f} TFLOP/s, target {target:.0f}: {verdict(alone >= target)}")
-        if causal and fwd is not None:
-            twin = probs.get((B, H, Hkv, S, dqk, dv, False, srows, pow2, vrows))
-            full = std_fwd(twin) if twin else None
-            if full:
-                gap = 1.0 - fwd / full
-                checks.append(f"- causal forward {name(key)}: {fwd:.0f} against {full:.0f} non-causal "
-                              f"({gap * 100:.1f} % below, limit {CAUSAL_WITHIN * 100:.0f} %): {verdict(gap <= CAUSAL_WITHIN)}")
-        if (dqk, dv) == (128, 128):
-            exact = [modes[m]["bwd_tflops"] for m in ("matched", "split") if m in modes]
-            if exact:
-                t = BWD_TARGET[bool(causal)]
-                checks.append(f"- backward {name(key)}, faster exact mode: {max(exact):.0f} TFLOP/s, target {t:.0f}: "
-                              f"{verdict(max(exact) >= t)}")
-                bf16 = peers.get(key[:len(KEY)], {}).get(PEER_BF16)
-                if bf16:
-                    checks.append(f"- backward {name(key)}, faster exact mode above cuDNN BF16 in the same run "
-                                  f"({bf16['bwd_tflops']:.0f}): {verdict(max(exact) > bf16['bwd_tflops'])}")
-    if checks:
-        lines += ["", "Throughput targets (S=8K, B·H=64):", ""] + checks
+    found = checks(rows, peers)
+    if found:
+        lines += ["", "Throughput targets (S=8K, B·H=64):", ""] + [f"- {c['text']}" for c in found]
     if errors:
         lines += ["", "Rows without times (skipped):", ""] + [f"- {e}" for e in errors]
+    return "\n".join(lines) + "\n"
+
+
+def across(files):
+    """one table of issue 5's lines over several runs ([(label, rows, peers)], e.g. one run per machine): a row per
+    line, a column per run, so the spread between runs sits beside each target; the Delta-Matching costs of each
+    problem measured at S=8K, B·H=64 come after the throughput lines"""
+    table, order = {}, []
+    for i, (_, rows, peers) in enumerate(files):
+        found = checks(rows, peers)
+        for key, modes in problems(rows).items():
+            B, H, _, S = key[:4]
+            if S == 8192 and B * H == 64:
+                for m, c in costs(modes).items():
+                    found.append(dict(line=f"{m} cost {name(key)} (≤ {BUDGET[m] * 100:.0f} %)", value=f"{c * 100:+.1f} %",
+                                      ok=c <= BUDGET[m] + 1e-9))
+        for c in found:
+            if c["ok"] is None:
+                continue
+            if c["line"] not in table:
+                table[c["line"]] = [None] * len(files)
+                order.append(c["line"])
+            table[c["line"]][i] = c
+    head = [label for label, _, _ in files]
+    lines = ["| line | " + " | ".join(head) + " | passes |", "|---" * (len(head) + 2) + "|"]
+    for line in order:
+        cells = table[line]
+        shown = [f"{c['value']}" + ("" if c["ok"] else " **FAIL**") if c else "–" for c in cells]
+        judged = [c for c in cells if c]
+        lines.append(f"| {line} | " + " | ".join(shown) + f" | {sum(c['ok'] for c in judged)} of {len(judged)} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("jsonl", nargs="+", help="fa8 bench JSON lines (fa8-bench.jsonl) or bench/run.py's results.json")
+    ap.add_argument("--across", action="store_true",
+                    help="one table of the lines over the files, a column per file (each file one run: its fa8 bench "
+                         "rows, with a results.json of the same run given as FILE,RESULTS)")
     ap.add_argument("--out", help="write the report here instead of stdout")
     a = ap.parse_args(argv)
     try:
-        parts = []
-        for path in a.jsonl:
+        parts, runs = [], []
+        for arg in a.jsonl:
             peers, errors = {}, []
-            rows = read_rows(path, peers, errors)
+            paths = arg.split(",") if a.across else [arg]
+            rows = []
+            for path in paths:
+                rows += read_rows(path, peers, errors)
             if not rows:
-                raise BadInput(f"{path}: no fa8 bench rows")
-            parts.append(report(path, rows, peers, errors))
+                raise BadInput(f"{arg}: no fa8 bench rows")
+            if a.across:
+                runs.append((os.path.basename(os.path.dirname(os.path.abspath(paths[0]))) or paths[0], rows, peers))
+            else:
+                parts.append(report(arg, rows, peers, errors))
     except BadInput as e:
         print(f"acceptance: {e}", file=sys.stderr)
         return 1
-    text = "\n".join(parts)
+    text = across(runs) if a.across else "\n".join(parts)
     emit(text, a.out)
     return 0
 

@@ -254,6 +254,44 @@ class BadInput(Run):
         self.assertIn("absent.jsonl", err)
 
 
+class Across(Run):
+    def write_run(self, name, lines):
+        os.makedirs(os.path.join(self.dir.name, name))
+        path = os.path.join(self.dir.name, name, "fa8-bench.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(json.dumps(x) for x in lines) + "\n")
+        return path
+
+    def test_runs_side_by_side(self):
+        # two machines: the d128 forward passes on one (910) and fails on the other (880); split's cost is
+        # (1.1 + 4) / (1 + 4) - 1 = +2.0 % and (1.1 + 4.4) / (1 + 4) - 1 = +10.0 %
+        a = self.write_run("runA", [dict(row("stale", 1.0, 4.0, 910, 590), fwd_alone_ms=1.0, fwd_alone_tflops=905.0),
+                                    row("split", 1.1, 4.0, 700, 610)])
+        b = self.write_run("runB", [dict(row("stale", 1.0, 4.0, 880, 590), fwd_alone_ms=1.0, fwd_alone_tflops=870.0),
+                                    row("split", 1.1, 4.4, 700, 560), row("stale", 1.0, 9.0, 1010, 390, d=256)])
+        rc, out, _ = self.run_tool("--across", a, b)
+        self.assertEqual(rc, 0)
+        self.assertIn("| line | runA | runB | passes |", out)
+        self.assertIn("| forward d128 H64 S=8192 (≥ 900) | 910 | 880 **FAIL** | 1 of 2 |", out)
+        self.assertIn("| forward d128 H64 S=8192, alone (≥ 900) | 905 | 870 **FAIL** | 1 of 2 |", out)
+        self.assertIn("| backward d128 H64 S=8192, faster exact mode (≥ 600) | 610 | 560 **FAIL** | 1 of 2 |", out)
+        self.assertIn("| split cost d128 H64 S=8192 (≤ 8 %) | +2.0 % | +10.0 % **FAIL** | 1 of 2 |", out)
+        # a line only one run measured: a dash where the other has none, judged over the one
+        self.assertIn("| forward d256 H64 S=8192 (≥ 1000) | – | 1010 | 1 of 1 |", out)
+
+    def test_peers_of_the_same_run_join_by_comma(self):
+        a = self.write_run("runA", [row("stale", 1.0, 4.0, 910, 590), row("split", 1.1, 4.0, 700, 610)])
+        peers = os.path.join(self.dir.name, "runA", "results.json")
+        with open(peers, "w") as f:
+            json.dump({"rows": [dict(row("stale", 1.0, 4.0, 650, 620), system="sdpa-bf16-cudnn")]}, f)
+        rc, out, _ = self.run_tool("--across", f"{a},{peers}")
+        self.assertEqual(rc, 0)
+        self.assertIn("| backward d128 H64 S=8192, above cuDNN BF16 | 610 vs 620 **FAIL** | 0 of 1 |", out)
+        rc, _, err = self.run_tool("--across", f"{a},{os.path.join(self.dir.name, 'absent.json')}")
+        self.assertEqual(rc, 1)
+        self.assertIn("absent.json", err)
+
+
 class Committed(unittest.TestCase):
     def test_f9e91d6_costs_as_its_readme_states(self):
         path = os.path.join(ROOT, "bench", "results", "2026-11-30-h200-f9e91d6", "fa8-bench.jsonl")
