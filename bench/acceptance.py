@@ -179,19 +179,30 @@ def verdict(ok):
     return "pass" if ok else "**FAIL**"
 
 
-def checks(rows, peers=None):
-    """issue 5's lines for one file's rows, in report order: dicts with `line` (what is judged, the same wording in
-    every file), `value` (the figure), `ok` (True / False; None for a line that only informs) and `text` (the
-    report's bullet)"""
-    probs = problems(rows)
+def within_budget(mode, cost):
+    """a Delta-Matching cost against its budget; one exactly at the budget passes (1e-9 absorbs the division's
+    rounding)"""
+    return cost <= BUDGET[mode] + 1e-9
+
+
+def at_target_size(key):
+    """the problem size issue 5's lines speak of: S = 8K, B * H = 64"""
+    B, H, _, S = key[:4]
+    return S == 8192 and B * H == 64
+
+
+def checks(rows, probs, peers=None):
+    """issue 5's lines for one file's rows and their problems(rows), in report order: dicts with `line` (what is
+    judged, the same wording in every file), `value` (the figure), `ok` (True / False; None for a line that only
+    informs) and `text` (the report's bullet)"""
     peers = peers or {}
     out = []
     add = lambda line, value, ok, text: out.append(dict(line=line, value=value, ok=ok, text=text))
     repeats = repeated_sets(rows)
     for key, modes in probs.items():
-        B, H, Hkv, S, dqk, dv, causal, srows, pow2, vrows = key
-        if S != 8192 or B * H != 64:
+        if not at_target_size(key):
             continue
+        B, H, Hkv, S, dqk, dv, causal, srows, pow2, vrows = key
         if key in repeats:
             each = ", ".join(f"{r['fwd_tflops']:.0f}" + (f" / {r['fwd_alone_tflops']:.0f} alone" if "fwd_alone_tflops" in r else "")
                              for r in repeats[key])
@@ -241,14 +252,13 @@ def report(path, rows, peers=None, errors=()):
     for key, modes in probs.items():
         c = costs(modes)
         st = modes.get("stale")
-        # (a cost exactly at the budget passes: 1e-9 absorbs the division's rounding)
-        cell = lambda m: (f"{c[m] * 100:+.1f} % ({verdict(c[m] <= BUDGET[m] + 1e-9)})" if m in c else "–")
+        cell = lambda m: (f"{c[m] * 100:+.1f} % ({verdict(within_budget(m, c[m]))})" if m in c else "–")
         exact = [modes[m]["bwd_tflops"] for m in ("matched", "split") if m in modes]
         times = f"{st['fwd_ms']:.3f} / {st['bwd_ms']:.2f}" if st else "(no stale row)"
         fwd = f"{st['fwd_tflops']:.0f}" if st else "–"
         bwd = f"{max(exact):.0f}" if exact else "–"
         lines.append(f"| {name(key)} | {times} | {cell('matched')} | {cell('split')} | {fwd} | {bwd} |")
-    found = checks(rows, peers)
+    found = checks(rows, probs, peers)
     if found:
         lines += ["", "Throughput targets (S=8K, B·H=64):", ""] + [f"- {c['text']}" for c in found]
     if errors:
@@ -262,13 +272,13 @@ def across(files):
     problem measured at S=8K, B·H=64 come after the throughput lines"""
     table, order = {}, []
     for i, (_, rows, peers) in enumerate(files):
-        found = checks(rows, peers)
-        for key, modes in problems(rows).items():
-            B, H, _, S = key[:4]
-            if S == 8192 and B * H == 64:
+        probs = problems(rows)
+        found = checks(rows, probs, peers)
+        for key, modes in probs.items():
+            if at_target_size(key):
                 for m, c in costs(modes).items():
                     found.append(dict(line=f"{m} cost {name(key)} (≤ {BUDGET[m] * 100:.0f} %)", value=f"{c * 100:+.1f} %",
-                                      ok=c <= BUDGET[m] + 1e-9))
+                                      ok=within_budget(m, c)))
         for c in found:
             if c["ok"] is None:
                 continue
@@ -299,6 +309,8 @@ def main(argv=None):
         for arg in a.jsonl:
             peers, errors = {}, []
             paths = arg.split(",") if a.across else [arg]
+            if not all(paths):
+                raise BadInput(f"--across '{arg}': an empty file name (FILE or FILE,RESULTS)")
             rows = []
             for path in paths:
                 rows += read_rows(path, peers, errors)

@@ -290,6 +290,10 @@ class Across(Run):
         rc, _, err = self.run_tool("--across", f"{a},{os.path.join(self.dir.name, 'absent.json')}")
         self.assertEqual(rc, 1)
         self.assertIn("absent.json", err)
+        for bad in (f"{a},", f",{a}", ","):
+            rc, out, err = self.run_tool("--across", bad)
+            self.assertEqual((rc, out), (1, ""))
+            self.assertIn(f"--across '{bad}': an empty file name", err)
 
 
 class Committed(unittest.TestCase):
