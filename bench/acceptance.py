@@ -313,7 +313,12 @@ def main(argv=None):
                 raise BadInput(f"--across '{arg}': an empty file name (FILE or FILE,RESULTS)")
             rows = []
             for path in paths:
+                before = (len(rows), sum(map(len, peers.values())), len(errors))
                 rows += read_rows(path, peers, errors)
+                # in FILE,RESULTS a file that gives nothing (a Markdown report given for results.json) would drop
+                # its part of the run without a word (a lone file with no rows fails below)
+                if len(paths) > 1 and (len(rows), sum(map(len, peers.values())), len(errors)) == before:
+                    raise BadInput(f"{path}: no rows (neither fa8 bench JSON lines nor a results.json)")
             if not rows:
                 raise BadInput(f"{arg}: no fa8 bench rows")
             if a.across:

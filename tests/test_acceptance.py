@@ -290,6 +290,13 @@ class Across(Run):
         rc, _, err = self.run_tool("--across", f"{a},{os.path.join(self.dir.name, 'absent.json')}")
         self.assertEqual(rc, 1)
         self.assertIn("absent.json", err)
+        # a results.md given where results.json belongs (it has no JSON lines): named, not read as no peers
+        md = os.path.join(self.dir.name, "runA", "results.md")
+        with open(md, "w") as f:
+            f.write("| d | S | system |\n|---|---|---|\n")
+        rc, out, err = self.run_tool("--across", f"{a},{md}")
+        self.assertEqual((rc, out), (1, ""))
+        self.assertIn(f"{md}: no rows (neither fa8 bench JSON lines nor a results.json)", err)
         for bad in (f"{a},", f",{a}", ","):
             rc, out, err = self.run_tool("--across", bad)
             self.assertEqual((rc, out), (1, ""))
