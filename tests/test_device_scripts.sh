@@ -42,8 +42,12 @@ obj fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma "  HMMA.16816.F32 R4, R
   LDL R2, [R1]"
 obj fa8_delta_sm90a_e4m3_d128v128_gqa_full_stale_m64n128_w12s2 "  FFMA R1, R2, R3, R4"
 obj fa8_quant_sm90a_e4m3_d128_bf16_m64n64_w4s1 "  STL [R1], R2"   # not an attention object: not judged
-check "check-sass passes good objects" 0 "3 objects, every wgmma instance has QGMMA" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
-check "check-sass reports portable local memory" 0 "_mma +portable QGMMA=0 HMMA=1 local=1" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass fails portable local memory" 1 "_mma +portable QGMMA=0 HMMA=1 local=1 FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass only reports it in a tuning build" 0 "_mma +portable QGMMA=0 HMMA=1 local=1 spills \(reported\)" -- env CHECK_SASS_PORTABLE=report PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass: a bad CHECK_SASS_PORTABLE is an error" 2 "CHECK_SASS_PORTABLE must be fail or report, got 'maybe'" -- env CHECK_SASS_PORTABLE=maybe PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+obj fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma "  HMMA.16816.F32 R4, R8, R12, R4"
+check "check-sass passes good objects" 0 "3 objects, every wgmma instance has QGMMA, unserialized, and no local memory, nor any portable one" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass lists a clean portable instance" 0 "_mma +portable QGMMA=0 HMMA=1 local=0 ok" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 obj "$W" "  HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"
 check "check-sass fails a wgmma instance without QGMMA" 1 "$W +wgmma +QGMMA=0 .* FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 obj "$W" "  QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR4], R24

@@ -32,7 +32,7 @@ __device__ __forceinline__ void add_diag(double *base, const fa8_rowdiag &dg, in
   if (base) atomicAdd(base + (int64_t)b * dg.sb + (int64_t)h * dg.sh + row, v);
 }
 
-__global__ void __launch_bounds__(WARPS * 32) bwd_kernel(const fa8_bwd_args a) {
+__global__ void __launch_bounds__(WARPS * 32$(BWD_MIN_BLOCKS)) bwd_kernel(const fa8_bwd_args a) {
   extern __shared__ __align__(16) uint8_t smem_raw[];
   Smem &s = *reinterpret_cast<Smem *>(smem_raw);
   const int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
