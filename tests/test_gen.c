@@ -1648,6 +1648,16 @@ Test(gen, cuda_bundle_build_files) {
 
 /* d96 on the wgmma path (constraints.wgmma_hdims): the kernels compute on the head dims rounded up to a 64-byte
  * chunk, and the real ones bound the tensor maps and the stores; the d128 instances' real and padded dims agree. */
+/* A generated file of `fa8 gen --out DIR` (caller frees); a missing one fails the test. */
+static char *read_generated(const char *dir, const char *file) {
+    char f[1024];
+    snprintf(f, sizeof f, "%s/%s", dir, file);
+    size_t n = 0;
+    char *s = test_slurp(f, &n);
+    cr_assert(s, "%s was not generated", file);
+    return s;
+}
+
 Test(gen, wgmma_d96_runs_padded_to_128) {
     const char *out = tmp_path("d96");
     proc p = fa8("gen --target sm_90a --profile default --hdim 96,128 --kernels 'fa8_fwd_sm90a_e4m3_d*_gqa_full_m128n128_w12s2,"
@@ -1661,11 +1671,7 @@ Test(gen, wgmma_d96_runs_padded_to_128) {
         { "fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n128_w12s2.cu", "DQK_REAL = 128, DV_REAL = 128;" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
-        char f[1024];
-        snprintf(f, sizeof f, "%s/%s", out, cases[i].file);
-        size_t n = 0;
-        char *s = test_slurp(f, &n);
-        cr_assert(s, "%s was not generated", cases[i].file);
+        char *s = read_generated(out, cases[i].file);
         cr_assert(strstr(s, cases[i].want) != NULL, "%s lacks '%s'", cases[i].file, cases[i].want);
         free(s);
     }
@@ -1689,11 +1695,7 @@ Test(gen, mma_bwd_min_blocks_where_fp8_is_lowered) {
         { "fa8_bwd_sm89_e4m3_d192v192_gqa_full_m64n32_w8s1.cu", 0 },
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
-        char f[1024];
-        snprintf(f, sizeof f, "%s/%s", out, cases[i].file);
-        size_t n = 0;
-        char *s = test_slurp(f, &n);
-        cr_assert(s, "%s was not generated", cases[i].file);
+        char *s = read_generated(out, cases[i].file);
         const int one = strstr(s, "__launch_bounds__(WARPS * 32, 1)") != NULL;
         const int plain = strstr(s, "__launch_bounds__(WARPS * 32)") != NULL;
         cr_assert(one + plain == 1, "%s: no single __launch_bounds__ on the kernel", cases[i].file);
