@@ -799,6 +799,11 @@ Test(gen, user_target_file_malformed) {
          "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = { 'e4m3', 'fp8' },\n"
          "  mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } }\n",
          {"field 'fp8'", "'fp8'"}},
+        {"bad_lowered.lua",
+         "return { name = 'sm_120x', tag = 'sm120x', backend = 'cuda', arch = 'sm_120', smem_bytes = 1,\n"
+         "  regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {}, fp8_lowered = { 'wgmma' },\n"
+         "  mma = { mma = { m = 16, n = 8, k = 32 } }, pipelines = { 'mma' } }\n",
+         {"field 'fp8_lowered'", "pipeline 'wgmma'", "(mma)"}},
         {"dup_in_file.lua", /* a list of entries; the file's environment is empty: no globals */
          "local function t(tag) return { name = 'sm_120x', tag = tag, backend = 'cuda', arch = 'sm_120',\n"
          "  smem_bytes = 1, regs_per_thread = 1, warp_size = 32, max_threads = 1024, fp8 = {},\n"

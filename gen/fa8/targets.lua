@@ -109,6 +109,15 @@ function M.validate(t, src)
     end
   end
   if #t.pipelines == 0 then fail(where, "pipelines is empty") end
+  -- fp8_lowered names pipelines of this target: a misspelt one would leave the register model silently unaware
+  local runs = {}
+  for _, p in ipairs(t.pipelines) do runs[p] = true end
+  for _, p in ipairs(t.fp8_lowered or {}) do
+    if not runs[p] then
+      fail(where, ("field 'fp8_lowered': pipeline '%s' is not one of this target's pipelines (%s)"):format(tostring(p),
+        table.concat(t.pipelines, ", ")))
+    end
+  end
   for _, p in ipairs(t.pipelines) do
     if schema.enum_index("pipeline", p) == nil then
       fail(where, ("field 'pipelines': pipeline '%s' is not one of %s"):format(tostring(p),
