@@ -53,6 +53,8 @@ static geom GEOMS[] = {
   { "d128 causal sq>sk 400x150", 1, 2, 1, 400, 150, 128, 128, 1, FA8_FMT_E4M3, 0, 0, 0, 0, 6 },
   { "d128 seqlen 1", 1, 2, 2, 1, 1, 128, 128, 0, FA8_FMT_E4M3, 0, 0, 0, 0, 7 },
   { "d192 gqa causal 300", 1, 4, 2, 300, 300, 192, 192, 1, FA8_FMT_E4M3, 1, 0, 0, 0, 8 },
+  /* d192 non-causal: the full (not causal) d192 backward kernels, wgmma and portable, with tails on both sequences */
+  { "d192 gqa full tails 300x333", 1, 4, 2, 300, 333, 192, 192, 0, FA8_FMT_E4M3, 1, 0, 0, 0, 21 },
   { "d256 mha full 257", 1, 2, 2, 257, 257, 256, 256, 0, FA8_FMT_E4M3, 1, 0, 0, 0, 9 },
   { "d256 gqa causal 512", 1, 4, 1, 512, 512, 256, 256, 1, FA8_FMT_E4M3, 0, 0, 0, 0, 10 },
   { "mla 192x128 causal 384", 1, 4, 2, 384, 384, 192, 128, 1, FA8_FMT_E4M3, 1, 0, 0, 0, 11 },
