@@ -2,8 +2,8 @@
 # The device round-trip scripts, without a GPU (issue #5's SASS gate, tools/device/README.md):
 #   * tools/device/check-sass judges fake disassemblies (a stand-in cuobjdump prints each object's text): a wgmma
 #     instance without QGMMA, with local memory or with serialized wgmmas fails, a row-dot delta prep with local
-#     memory fails, a portable instance with local memory is only reported; no objects, no cuobjdump or a
-#     disassembly without functions (cuobjdump without its nvdisasm) is an error (2);
+#     memory fails, a portable instance with local memory is listed and counted (failed under CHECK_SASS_PORTABLE=fail);
+#     no objects, no cuobjdump or a disassembly without functions (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
 #   * tools/device/ab-patch refuses a missing patch, a bad round count, a bad deadline and a patch that does not apply;
 #     with a stub h200-run it benches every variant, restores the tree, packs its results and keeps a deadline;
@@ -42,11 +42,13 @@ obj fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma "  HMMA.16816.F32 R4, R
   LDL R2, [R1]"
 obj fa8_delta_sm90a_e4m3_d128v128_gqa_full_stale_m64n128_w12s2 "  FFMA R1, R2, R3, R4"
 obj fa8_quant_sm90a_e4m3_d128_bf16_m64n64_w4s1 "  STL [R1], R2"   # not an attention object: not judged
-check "check-sass fails portable local memory" 1 "_mma +portable QGMMA=0 HMMA=1 local=1 FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
-check "check-sass only reports it in a tuning build" 0 "_mma +portable QGMMA=0 HMMA=1 local=1 spills \(reported\)" -- env CHECK_SASS_PORTABLE=report PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass lists portable local memory" 0 "_mma +portable QGMMA=0 HMMA=1 local=1 spills \(reported\)" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass counts it in its verdict" 0 "no local memory; 1 portable ones use local memory \(listed\)" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass fails it under CHECK_SASS_PORTABLE=fail" 1 "_mma +portable QGMMA=0 HMMA=1 local=1 FAIL" -- env CHECK_SASS_PORTABLE=fail PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 check "check-sass: a bad CHECK_SASS_PORTABLE is an error" 2 "CHECK_SASS_PORTABLE must be fail or report, got 'maybe'" -- env CHECK_SASS_PORTABLE=maybe PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 obj fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma "  HMMA.16816.F32 R4, R8, R12, R4"
-check "check-sass passes good objects" 0 "3 objects, every wgmma instance has QGMMA, unserialized, and no local memory, nor any portable one" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass passes good objects" 0 "3 objects, every wgmma instance has QGMMA, unserialized, and no local memory$" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
+check "check-sass: no portable local memory under CHECK_SASS_PORTABLE=fail" 0 "and no local memory, nor any portable one" -- env CHECK_SASS_PORTABLE=fail PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 check "check-sass lists a clean portable instance" 0 "_mma +portable QGMMA=0 HMMA=1 local=0 ok" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"
 obj "$W" "  HGMMA.64x128x16.F32 R24, gdesc[UR4], R24"
 check "check-sass fails a wgmma instance without QGMMA" 1 "$W +wgmma +QGMMA=0 .* FAIL" -- env PATH="$T/bin:$PATH" bash "$ROOT/tools/device/check-sass" "$T/b"

@@ -1682,29 +1682,24 @@ Test(gen, wgmma_d96_runs_padded_to_128) {
     }
 }
 
-/* The portable backward declares one CTA an SM to ptxas where sm_90a lowers its FP8 mma.sync to F16 and the
- * register model leaves room for two (constraints.mma_bwd_min_blocks): ptxas otherwise aims at two and spills
- * (nvcc 13: 8-20 bytes at d64, 84 at d192). d128 and d256 keep ptxas's own choice (they spilled when told one),
- * and sm_89, which runs FP8 mma.sync natively, declares nothing. */
-Test(gen, mma_bwd_min_blocks_where_fp8_is_lowered) {
+/* The portable backward leaves ptxas its own occupancy target: on sm_90a (FP8 mma.sync lowered to F16) ptxas aims at
+ * two CTAs an SM at d64/d192 and spills a little, and that ran 27 % (d64) and 7 % (d192) faster than one CTA
+ * without spills (H100, bench/experiments/portable-bwd-ptxas-choice.md). A minimum CTA count would trade that back. */
+Test(gen, mma_bwd_leaves_ptxas_its_occupancy) {
     const char *out = tmp_path("minb");
-    proc p = fa8("gen --target sm_90a,sm_89 --profile default --hdim 64,128,192,256 --pipelines mma "
+    proc p = fa8("gen --target sm_90a,sm_89 --profile default --hdim 64,192 --pipelines mma "
                  "--kernels 'fa8_bwd_*_e4m3_d*_gqa_full_*' --out '%s'", out);
     cr_assert_eq(p.code, 0, "%s", p.err);
-    static const struct { const char *file; int one; } cases[] = {
-        { "fa8_bwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w8s1_mma.cu", 1 },
-        { "fa8_bwd_sm90a_e4m3_d192v192_gqa_full_m64n32_w8s1_mma.cu", 1 },
-        { "fa8_bwd_sm90a_e4m3_d128v128_gqa_full_m64n64_w8s1_mma.cu", 0 },
-        { "fa8_bwd_sm90a_e4m3_d256v256_gqa_full_m64n32_w8s1_mma.cu", 0 },
-        { "fa8_bwd_sm89_e4m3_d64v64_gqa_full_m64n64_w8s1.cu", 0 },
-        { "fa8_bwd_sm89_e4m3_d192v192_gqa_full_m64n32_w8s1.cu", 0 },
-    };
-    for (size_t i = 0; i < sizeof cases / sizeof *cases; ++i) {
-        char *s = read_generated(out, cases[i].file);
-        const int one = strstr(s, "__launch_bounds__(WARPS * 32, 1)") != NULL;
-        const int plain = strstr(s, "__launch_bounds__(WARPS * 32)") != NULL;
-        cr_assert(one + plain == 1, "%s: no single __launch_bounds__ on the kernel", cases[i].file);
-        cr_assert_eq(one, cases[i].one, "%s: %s one CTA an SM", cases[i].file, one ? "declares" : "does not declare");
+    static const char *const files[] = { "fa8_bwd_sm90a_e4m3_d64v64_gqa_full_m64n64_w8s1_mma.cu",
+                                         "fa8_bwd_sm90a_e4m3_d192v192_gqa_full_m64n32_w8s1_mma.cu",
+                                         "fa8_bwd_sm89_e4m3_d64v64_gqa_full_m64n64_w8s1.cu" };
+    for (size_t i = 0; i < sizeof files / sizeof *files; ++i) {
+        char f[1024];
+        snprintf(f, sizeof f, "%s/%s", out, files[i]);
+        size_t n = 0;
+        char *s = test_slurp(f, &n);
+        cr_assert(s, "%s was not generated", files[i]);
+        cr_expect(strstr(s, "__launch_bounds__(WARPS * 32)") != NULL, "%s: the kernel does not declare __launch_bounds__(WARPS * 32)", files[i]);
         free(s);
     }
 }

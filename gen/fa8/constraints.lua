@@ -57,19 +57,6 @@ function M.lowers_fp8(tg, pipeline)
   return false
 end
 
--- templates/cuda/bwd (mma): 1 where the kernel should declare one CTA an SM to ptxas (__launch_bounds__'s second
--- argument), else nil. Where the target lowers FP8 mma.sync to F16 (fp8_lowered: sm_90a) and the register model
--- leaves room for two CTAs, ptxas aims at two (128 registers a thread at 8 warps) and spills the unpacked operands:
--- nvcc 13 spilled 8-20 bytes at d64 and 84 at d192 there; told one, it takes 234-244 registers and spills none.
--- Not declared elsewhere: d128 and d256 (no room for two by the model) then took 255 and spilled 12-32 bytes,
--- where ptxas's own choice (149-202) spills none.
-function M.mma_bwd_min_blocks(cfg)
-  local t = cfg.tuning
-  if cfg.functional.dir ~= "bwd" or t.pipeline ~= "mma" or not M.lowers_fp8(cfg.target, "mma") then return nil end
-  local threads = t.warps * cfg.target.warp_size
-  return M.resources(cfg).regs < 65536 // (2 * threads) and 1 or nil
-end
-
 function M.cuda_smem(cfg)
   local f, t = cfg.functional, cfg.tuning
   local bm, bn, st, w = t.block_m, t.block_n, t.stages, t.warps

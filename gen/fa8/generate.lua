@@ -91,8 +91,6 @@ local function template_env(c)
     BWD_STREAM = c.tuning.pipeline == "mfma" and f.dir == "bwd" and constraints.mfma_resources(c).stream and 1 or 0,
     -- templates/cuda/bwd_wgmma_wide: its Q^t / dO^t ring depth
     BWD_TSTAGES = f.dir == "bwd" and constraints.wgmma_bwd_hdim_split(c.tuning) and constraints.wgmma_bwd_wide_tstages(c) or 0,
-    -- templates/cuda/bwd: ", 1" where the kernel declares one CTA an SM to ptxas (constraints.mma_bwd_min_blocks)
-    BWD_MIN_BLOCKS = c.target.backend == "cuda" and constraints.mma_bwd_min_blocks(c) and ", 1" or "",
     ARCH = c.target.arch,
     -- templates/cuda: the shared memory the config model counted (constraints.cuda_smem), static_asserted
     -- against the kernel's own layout

@@ -32,7 +32,9 @@ __device__ __forceinline__ void add_diag(double *base, const fa8_rowdiag &dg, in
   if (base) atomicAdd(base + (int64_t)b * dg.sb + (int64_t)h * dg.sh + row, v);
 }
 
-__global__ void __launch_bounds__(WARPS * 32$(BWD_MIN_BLOCKS)) bwd_kernel(const fa8_bwd_args a) {
+// No minimum CTA count: on sm_90a (FP8 mma.sync lowered to F16) ptxas aims at two CTAs an SM at d64/d192 and
+// spills 4-37 local accesses, and that is 7-27 % faster than one CTA without spills (bench/experiments/portable-bwd-ptxas-choice.md)
+__global__ void __launch_bounds__(WARPS * 32) bwd_kernel(const fa8_bwd_args a) {
   extern __shared__ __align__(16) uint8_t smem_raw[];
   Smem &s = *reinterpret_cast<Smem *>(smem_raw);
   const int n0 = blockIdx.x * BN, kh = blockIdx.y, b = blockIdx.z;
