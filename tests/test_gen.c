@@ -1694,12 +1694,9 @@ Test(gen, mma_bwd_leaves_ptxas_its_occupancy) {
                                          "fa8_bwd_sm90a_e4m3_d192v192_gqa_full_m64n32_w8s1_mma.cu",
                                          "fa8_bwd_sm89_e4m3_d64v64_gqa_full_m64n64_w8s1.cu" };
     for (size_t i = 0; i < sizeof files / sizeof *files; ++i) {
-        char f[1024];
-        snprintf(f, sizeof f, "%s/%s", out, files[i]);
-        size_t n = 0;
-        char *s = test_slurp(f, &n);
-        cr_assert(s, "%s was not generated", files[i]);
-        cr_expect(strstr(s, "__launch_bounds__(WARPS * 32)") != NULL, "%s: the kernel does not declare __launch_bounds__(WARPS * 32)", files[i]);
+        char *s = read_generated(out, files[i]);
+        cr_expect(strstr(s, "__launch_bounds__(WARPS * 32)") != NULL, "%s: the kernel does not declare __launch_bounds__(WARPS * 32)",
+                  files[i]);
         free(s);
     }
 }
