@@ -1651,8 +1651,6 @@ Test(gen, cuda_bundle_build_files) {
         "assert(has(mb, \"find_program('nvcc'\") and has(mb, 'compute_90a,code=sm_90a'), 'meson.build lacks the nvcc rules')\n");
 }
 
-/* d96 on the wgmma path (constraints.wgmma_hdims): the kernels compute on the head dims rounded up to a 64-byte
- * chunk, and the real ones bound the tensor maps and the stores; the d128 instances' real and padded dims agree. */
 /* A generated file of `fa8 gen --out DIR` (caller frees); a missing one fails the test. */
 static char *read_generated(const char *dir, const char *file) {
     char f[1024];
@@ -1663,6 +1661,8 @@ static char *read_generated(const char *dir, const char *file) {
     return s;
 }
 
+/* d96 on the wgmma path (constraints.wgmma_hdims): the kernels compute on the head dims rounded up to a 64-byte
+ * chunk, and the real ones bound the tensor maps and the stores; the d128 instances' real and padded dims agree. */
 Test(gen, wgmma_d96_runs_padded_to_128) {
     const char *out = tmp_path("d96");
     proc p = fa8("gen --target sm_90a --profile default --hdim 96,128 --kernels 'fa8_fwd_sm90a_e4m3_d*_gqa_full_m128n128_w12s2,"
