@@ -5,7 +5,8 @@
 #     memory fails, a portable instance with local memory is listed and counted (failed under CHECK_SASS_PORTABLE=fail);
 #     no objects, no cuobjdump or a disassembly without functions (cuobjdump without its nvdisasm) is an error (2);
 #   * tools/device/h200-run refuses an unknown option, a bad FA8_HANG_S and a checkout without .debs, naming what is wrong;
-#   * tools/device/ab-patch refuses a missing patch, a bad round count, a bad deadline and a patch that does not apply;
+#   * tools/device/ab-patch refuses a missing patch, a bad round count, a bad deadline, bad AB_SUITES / AB_BASE_SUITES
+#     and a patch that does not apply;
 #     with a stub h200-run it benches every variant, restores the tree, packs its results and keeps a deadline;
 #   * tools/device/sass-audit decodes the control bits of a known instruction pair and sums a stretch;
 #   * tools/device/ncu-regions shares a fake ncu source page's samples out by stretch between sync points.
@@ -82,6 +83,8 @@ printf -- '--- a/f\n+++ b/f\n@@ -1 +1 @@\n-y\n+z\n' > "$T/abrepo/p.patch"
 check "ab-patch: no patch file" 2 "no patch file 'nope.patch'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' 1 nope.patch
 check "ab-patch: bad rounds" 2 "ROUNDS must be a positive integer, got 'x'" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' x p.patch
 check "ab-patch: bad deadline" 2 "AB_DEADLINE_S must be a positive number of seconds, got 'soon'" -- env -C "$T/abrepo" OUT="$T/out" AB_DEADLINE_S=soon bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
+check "ab-patch: bad AB_SUITES" 2 "AB_SUITES must be 'gpu', 'cpu', 'gpu cpu' or 'none', got 'gpu gpx'" -- env -C "$T/abrepo" OUT="$T/out" AB_SUITES='gpu gpx' bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
+check "ab-patch: bad AB_BASE_SUITES" 2 "AB_BASE_SUITES must be 'gpu', 'cpu', 'gpu cpu' or 'none', got 'all'" -- env -C "$T/abrepo" OUT="$T/out" AB_BASE_SUITES=all bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
 check "ab-patch: patch does not apply" 2 "'p.patch' does not apply" -- env -C "$T/abrepo" OUT="$T/out" bash "$ROOT/tools/device/ab-patch" c 'S' 1 p.patch
 
 # ab-patch end to end with a stub h200-run (a 1 s "build" whose fa8 prints fixed timings): every variant built
