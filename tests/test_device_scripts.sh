@@ -16,8 +16,8 @@
 #   * tools/device/power-probe.py and h200-run's --power refuse a bad number of seconds; the probe's window
 #     statistics (samples inside a workload's window, median clock and power, power-cap share) on a synthetic file;
 #   * tools/device/file-final-run files a fake final-run output in the committed layout and refuses a bad folder;
-#   * tools/device/sanitizer-overlay sends split d128's short problems to the instances the repo's S=8K rows ship,
-#     each one the generator builds from those tables, and refuses tables without the rows.
+#   * tools/device/sanitizer-overlay writes rounds of overlays holding each d128 GQA key's distinct table instances; under
+#     them the runtime (FA8_CLI's `list --tuned`) sends final-run's sanitizer probe to every instance the tables ship.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -241,33 +241,51 @@ printf 'noise\n[====] Synthesis: Tested: 15 | Passing: 15 | Failing: 0 | Crashin
 echo '{"rc": 0, "seconds": 1, "commit": "abc1234"}' > "$T/ff/art/summary.json"
 tar czf "$T/ff/src/artifacts.tgz" -C "$T/ff/art" .
 echo "== memcheck" > "$T/ff/src/san/extra.txt"
-echo "# overlay" > "$T/ff/src/san/sanitizer-overlay.csv"
+mkdir -p "$T/ff/src/san/overlays"; echo "# overlay" > "$T/ff/src/san/overlays/round-1.csv"
 check "file-final-run: files a run" 0 "filed 10 files in .*run9 \(commit abc1234\)" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/src" "$T/ff/out/run9"
 check "file-final-run: the suite's synthesis line" 0 "^\[====\] Synthesis: Tested: 15" -- cat "$T/ff/out/run9/suite-summary.txt"
 check "file-final-run: the sanitizers' extra runs" 0 "^== memcheck$" -- cat "$T/ff/out/run9/sanitizer-extra.txt"
-check "file-final-run: the sanitizers' overlay" 0 "^# overlay$" -- cat "$T/ff/out/run9/sanitizer-overlay.csv"
+check "file-final-run: the sanitizers' overlays" 0 "^# overlay$" -- cat "$T/ff/out/run9/sanitizer-overlays/round-1.csv"
 check "file-final-run: refuses a folder without artifacts" 1 "artifacts.tgz is missing" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/none" "$T/ff/out/x"
 check "file-final-run: usage" 2 "usage" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/src"
 check "final-run: refuses a bad FINAL_BENCH_ONLY" 2 "FINAL_BENCH_ONLY='2' is not 0 or 1" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_BENCH_ONLY=2 bash "$ROOT/tools/device/final-run"
 check "final-run: refuses a bad FINAL_SAN_ONLY" 2 "FINAL_SAN_ONLY='yes' is not 0 or 1" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_SAN_ONLY=yes bash "$ROOT/tools/device/final-run"
 check "final-run: refuses both ONLY switches" 2 "leave nothing to run" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_BENCH_ONLY=1 bash "$ROOT/tools/device/final-run"
-# tools/device/sanitizer-overlay: split d128's short problems go to the instances the S=8K rows ship (a fake table),
-# and on the repo's tables to instances the generator builds from them (a committed overlay once named one it no
-# longer built, and the sanitizer pass never ran)
+# tools/device/sanitizer-overlay: rounds of overlays that hold each d128 GQA key's distinct instances (a fake table:
+# duplicates count once, other families and targets are left out), and on the repo's tables, rounds under which the
+# runtime sends final-run's sanitizer probe to every instance the tables ship (a committed overlay once named one the
+# build no longer had, and the probes behind the default bucket never ran the S=8K instances)
 mkdir -p "$T/tabs"; H=target,sm_count,device,key,bucket,instance,median_us,p20_us,p80_us,err,runner_up,runner_up_us,fa8_commit,cuda,driver,date
-row() { echo "sm_90a,132,GPU,fa8_fwd_e4m3_d128v128_gqa_$1_split,$2,$3,5,4,6,0.1,none,0,c,13.0,580,2026-12-07"; }
-{ echo "$H"; row full s2048_bh64 A; row full s8192_bh64 B; row causal s8192_bh64 C; row causal s4096_bh64 D; } > "$T/tabs/t.csv"
-bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" > "$T/ov-fake.csv"
-check "sanitizer-overlay: full's S=8K instance, at s2048" 0 "^sm_90a,132,GPU,fa8_fwd_e4m3_d128v128_gqa_full_split,s2048_bh64,B," -- cat "$T/ov-fake.csv"
-check "sanitizer-overlay: causal's S=8K instance, at s2048" 0 "^sm_90a,132,GPU,fa8_fwd_e4m3_d128v128_gqa_causal_split,s2048_bh64,C," -- cat "$T/ov-fake.csv"
-check "sanitizer-overlay: one row per key" 0 "^2$" -- grep -c '^sm_90a,' "$T/ov-fake.csv"
-grep -v ',s8192_bh64,' "$T/tabs/t.csv" > "$T/tabs/t2" && mv "$T/tabs/t2" "$T/tabs/t.csv"
-check "sanitizer-overlay: refuses tables without split's S=8K rows" 2 "no sm_90a row for fa8_fwd_e4m3_d128v128_gqa_full_split at s8192_bh64 in" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs"
-check "sanitizer-overlay: refuses a missing folder" 2 "'$T/none' is not a folder of tuned tables" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/none"
-bash "$ROOT/tools/device/sanitizer-overlay" "$ROOT/tune/tables" > "$T/ov.csv"
-check "sanitizer-overlay: two split rows from the repo's tables" 0 "^2$" -- grep -c ',s2048_bh64,fa8_fwd_sm90a_e4m3_d128v128_gqa_.*_split_' "$T/ov.csv"
-(cd "$ROOT" && "${FA8_LUA:-lua5.4}" gen/main.lua list --target sm_90a --hdim 128 --tuned-dir tune/tables) 2>&1 | awk '{ print $1 }' > "$T/built.txt"
-for inst in $(awk -F, '$5 == "s2048_bh64" { print $6 }' "$T/ov.csv"); do
-  check "sanitizer-overlay: $inst is built from the tables" 0 "^$inst\$" -- grep -x -- "$inst" "$T/built.txt"
-done
+row() { echo "$1,132,GPU,fa8_$2_e4m3_d128v128_gqa_$3,$4,$5,5,4,6,0.1,none,0,c,13.0,580,2026-12-07"; }
+{ echo "$H"; row sm_90a fwd full s2048_bh8 B; row sm_90a fwd full s8192_bh64 A; row sm_90a fwd full s2048_bh64 B
+  row sm_90a fwd causal_split s8192_bh64 C; row sm_90a bwd causal s2048_bh64 D; row sm_89 fwd full s2048_bh64 E
+  echo "sm_90a,132,GPU,fa8_fwd_e4m3_d64v64_gqa_full,s2048_bh64,F,5,4,6,0.1,none,0,c,13.0,580,2026-12-07"; } > "$T/tabs/t.csv"
+check "sanitizer-overlay: one round per distinct instance" 0 "^round-1.csv: 3 keys
+round-2.csv: 1 keys$" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ovf"
+check "sanitizer-overlay: round 1, every key's first instance by name" 0 "^A C D$" -- bash -c "awk -F, 'NR > 2 { print \$6 }' '$T/ovf/round-1.csv' | sort | paste -sd' '"
+check "sanitizer-overlay: round 2, the full forward's second" 0 "^sm_90a,132,GPU,fa8_fwd_e4m3_d128v128_gqa_full,s2048_bh64,B,1,1,1,0,none,0,sanitizer,13.0,580,2026-12-07$" -- tail -n 1 "$T/ovf/round-2.csv"
+check "sanitizer-overlay: no round 3" 1 "" -- test -e "$T/ovf/round-3.csv"
+echo "$H" > "$T/tabs/t.csv"
+check "sanitizer-overlay: refuses tables without a d128 GQA row" 2 "no sm_90a row of a d128 GQA forward or backward in" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ovf"
+check "sanitizer-overlay: refuses a missing folder" 2 "'$T/none' is not a folder of tuned tables" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/none" "$T/ovf"
+check "sanitizer-overlay: usage" 2 "usage" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs"
+check "sanitizer-overlay: the repo's tables" 0 "^round-1.csv" -- bash "$ROOT/tools/device/sanitizer-overlay" "$ROOT/tune/tables" "$T/ov"
+if [ -x "${FA8_CLI:-}" ]; then
+  # final-run's probe (H=8/2, 700 keys, matched and split, causal or not) under each round runs each row's instance
+  want=$(awk -F, '$1 == "sm_90a" && $4 ~ /^fa8_(fwd|bwd)_e4m3_d128v128_gqa_(full|causal)(_split)?$/ { print $6 }' "$ROOT"/tune/tables/*.csv | sort -u)
+  : > "$T/ran.txt"
+  for ov in "$T"/ov/round-*.csv; do
+    while IFS=, read -r _ _ _ key _ inst _; do
+      case $key in fa8_fwd_*|fa8_bwd_*) ;; *) continue ;; esac
+      c=; case $key in *_causal*) c=--causal ;; esac
+      d=matched; case $key in *_split) d=split ;; esac
+      dir=${key#fa8_}; dir=${dir%%_*}
+      check "sanitizer-overlay: $(basename "$ov") runs $inst" 0 "^$dir +$inst\$" -- "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --overlay "$ov" --hdim 128 --seqlen 700 --heads 8 --kv-heads 2 --delta $d $c
+      echo "$inst" >> "$T/ran.txt"
+    done < "$ov"
+  done
+  check "sanitizer-overlay: the rounds cover every d128 GQA instance of the tables" 0 "^same$" -- bash -c "[ \"\$(sort -u '$T/ran.txt')\" = '$want' ] && echo same"
+else
+  echo "skip sanitizer-overlay's runtime picks: FA8_CLI (the built fa8) is not set"
+fi
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
