@@ -17,7 +17,8 @@
 #     statistics (samples inside a workload's window, median clock and power, power-cap share) on a synthetic file;
 #   * tools/device/file-final-run files a fake final-run output in the committed layout and refuses a bad folder;
 #   * tools/device/sanitizer-overlay writes rounds of overlays holding each d128 GQA key's distinct table instances; under
-#     them the runtime (FA8_CLI's `list --tuned`) sends final-run's sanitizer probe to every instance the tables ship.
+#     them the runtime (FA8_CLI's `list --tuned`) sends final-run's sanitizer probe to every instance the tables ship;
+#     final-run's FINAL_SAN_ONLY=1 pass, with stubs, logs each round's picks and sanitizes each round under its overlay.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -288,4 +289,15 @@ if [ -x "${FA8_CLI:-}" ] && "$FA8_CLI" list --tuned --backend cuda --device sm_9
 else
   echo "skip sanitizer-overlay's runtime picks: FA8_CLI (the built fa8) is not set or has no sm_90a d128 instances (-Dcuda=disabled)"
 fi
+# final-run's sanitizer pass alone (FINAL_SAN_ONLY=1), with stubs for the build, the debs, compute-sanitizer and fa8:
+# every round's picks are logged and each round's probes run under both tools, causal and not, with its overlay
+F="$T/frun"; mkdir -p "$F/tools/device" "$F/tune" "$F/bin"
+cp "$ROOT/tools/device/final-run" "$ROOT/tools/device/sanitizer-overlay" "$F/tools/device/"; cp -r "$ROOT/tune/tables" "$F/tune/"
+printf '#!/bin/bash\nexit 0\n' > "$F/tools/device/h200-run"; printf 'echo :\n' > "$F/tools/device/unpack-debs"
+printf '#!/bin/bash\nshift 4; "$@"; echo "========= ERROR SUMMARY: 0 errors"\n' > "$F/bin/compute-sanitizer"
+printf '#!/bin/bash\necho "stub fa8 $* table=${FA8_TUNED_TABLE:-none}"\n' > "$F/bin/fa8"; chmod +x "$F/bin/"*
+check "final-run: FINAL_SAN_ONLY=1 walks every round" 0 "^== round-4: racecheck --no-causal$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
+check "final-run: a round's picks are logged" 0 "^stub fa8 list --tuned --backend cuda --overlay $F/out/san/overlays/round-2.csv .* --delta split --causal table=none$" -- cat "$F/out/san/extra.txt"
+check "final-run: a round's probe runs under its overlay" 0 "^stub fa8 probe --backend cuda --seqlen-q 200 --seqlen-k 700 --heads 8 --kv-heads 2 --hdim 128 --no-causal table=$F/out/san/overlays/round-3.csv$" -- cat "$F/out/san/extra.txt"
+check "final-run: 16 sanitizer runs for 4 rounds" 0 "^16$" -- grep -c "ERROR SUMMARY: 0 errors" "$F/out/san/extra.txt"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
