@@ -297,6 +297,7 @@ printf '#!/bin/bash\nexit 0\n' > "$F/tools/device/h200-run"; printf 'echo :\n' >
 printf '#!/bin/bash\nshift 4; "$@"; echo "========= ERROR SUMMARY: 0 errors"\n' > "$F/bin/compute-sanitizer"
 printf '#!/bin/bash\necho "stub fa8 $* table=${FA8_TUNED_TABLE:-none}"\n' > "$F/bin/fa8"; chmod +x "$F/bin/"*
 check "final-run: FINAL_SAN_ONLY=1 walks every round" 0 "^== round-4: racecheck --no-causal$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
+check "final-run: refuses a FINAL_FA8 that is no program" 2 "no fa8 at '$F/nope'" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out2" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/nope" bash tools/device/final-run
 check "final-run: a round's picks are logged" 0 "^stub fa8 list --tuned --backend cuda --overlay $F/out/san/overlays/round-2.csv .* --delta split --causal table=none$" -- cat "$F/out/san/extra.txt"
 check "final-run: a round's probe runs under its overlay" 0 "^stub fa8 probe --backend cuda --seqlen-q 200 --seqlen-k 700 --heads 8 --kv-heads 2 --hdim 128 --no-causal table=$F/out/san/overlays/round-3.csv$" -- cat "$F/out/san/extra.txt"
 check "final-run: 16 sanitizer runs for 4 rounds" 0 "^16$" -- grep -c "ERROR SUMMARY: 0 errors" "$F/out/san/extra.txt"
