@@ -247,6 +247,10 @@ check "file-final-run: files a run" 0 "filed 10 files in .*run9 \(commit abc1234
 check "file-final-run: the suite's synthesis line" 0 "^\[====\] Synthesis: Tested: 15" -- cat "$T/ff/out/run9/suite-summary.txt"
 check "file-final-run: the sanitizers' extra runs" 0 "^== memcheck$" -- cat "$T/ff/out/run9/sanitizer-extra.txt"
 check "file-final-run: the sanitizers' overlays" 0 "^# overlay$" -- cat "$T/ff/out/run9/sanitizer-overlays/round-1.csv"
+rm -r "$T/ff/src/san/overlays"; mkdir -p "$T/ff/ovt/overlays"; echo "# round 4" > "$T/ff/ovt/overlays/round-4.csv"
+tar czf "$T/ff/src/san/overlays.tgz" -C "$T/ff/ovt" overlays
+check "file-final-run: files a run whose overlays are one overlays.tgz" 0 "filed 10 files in .*run10" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/src" "$T/ff/out/run10"
+check "file-final-run: the overlays from overlays.tgz" 0 "^# round 4$" -- cat "$T/ff/out/run10/sanitizer-overlays/round-4.csv"
 check "file-final-run: refuses a folder without artifacts" 1 "artifacts.tgz is missing" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/none" "$T/ff/out/x"
 check "file-final-run: usage" 2 "usage" -- bash "$ROOT/tools/device/file-final-run" "$T/ff/src"
 check "final-run: refuses a bad FINAL_BENCH_ONLY" 2 "FINAL_BENCH_ONLY='2' is not 0 or 1" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_BENCH_ONLY=2 bash "$ROOT/tools/device/final-run"
@@ -300,5 +304,7 @@ check "final-run: FINAL_SAN_ONLY=1 walks every round" 0 "^== round-4: racecheck 
 check "final-run: refuses a FINAL_FA8 that is no program" 2 "no fa8 at '$F/nope'" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out2" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/nope" bash tools/device/final-run
 check "final-run: a round's picks are logged" 0 "^stub fa8 list --tuned --backend cuda --overlay $F/out/san/overlays/round-2.csv .* --delta split --causal table=none$" -- cat "$F/out/san/extra.txt"
 check "final-run: a round's probe runs under its overlay" 0 "^stub fa8 probe --backend cuda --seqlen-q 200 --seqlen-k 700 --heads 8 --kv-heads 2 --hdim 128 --no-causal table=$F/out/san/overlays/round-3.csv$" -- cat "$F/out/san/extra.txt"
+check "final-run: the 4 rounds come back as one file (run() returns 8)" 0 "^overlays/round-1.csv overlays/round-2.csv overlays/round-3.csv overlays/round-4.csv$" -- bash -c "tar tzf '$F/out/san/overlays.tgz' | grep csv | sort | paste -sd' '"
+check "final-run: no folder of rounds left under OUT" 1 "" -- test -e "$F/out/san/overlays"
 check "final-run: 16 sanitizer runs for 4 rounds" 0 "^16$" -- grep -c "ERROR SUMMARY: 0 errors" "$F/out/san/extra.txt"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
