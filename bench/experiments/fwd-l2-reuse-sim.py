@@ -8,15 +8,27 @@ Q, O and in-flight misses are left out; `jitter` spreads the CTAs' speeds."""
 import random
 from collections import OrderedDict
 SMS=132; NT=43; KT=64; H=64
-def lpt(lin, nt, nh):
-    CH=8; ci=lin//(CH*nt); c0=ci*CH; cn=min(CH,nh-c0); r=lin-c0*nt
+def lpt(lin, nt, nh, CH=8):
+    """fa8_lpt_at: position lin -> (query tile, head), chunks of CH heads, rank-major inside a chunk"""
+    ci=lin//(CH*nt); c0=ci*CH; cn=min(CH,nh-c0); r=lin-c0*nt
     rank=r//cn; hb=c0+r%cn
     if (((nh+CH-1)//CH-1-ci)&1): rank=nt-1-rank
     return nt-1-rank, hb
 def headmajor(lin, nt, nh): return lin%nt, lin//nt
-def sim(order, group, l2mb, parts, jitter):
-    lines = l2mb*1024//32 // parts   # 32 KB per key tile line (K + V^t)
+def lru_misses(ev, l2mb, parts):
+    """replay (time, CTA, line) reads in time order through LRU caches of l2mb split into parts halves, each serving
+    its share of the SMs; returns the misses"""
+    lines=l2mb*1024//32//parts
     caches=[OrderedDict() for _ in range(parts)]
+    miss=0
+    for t,c,key in sorted(ev):
+        cache=caches[c*parts//SMS]
+        if key in cache: cache.move_to_end(key)
+        else:
+            miss+=1; cache[key]=1
+            if len(cache)>lines: cache.popitem(last=False)
+    return miss
+def sim(order, group, l2mb, parts, jitter):
     ntot=NT*H
     # event sim: each CTA has a speed factor; it reads key tile k of tile at time (tile_idx*KT + k)*speed
     random.seed(1)
@@ -29,14 +41,7 @@ def sim(order, group, l2mb, parts, jitter):
             kh=h//group
             for k in range(KT):
                 ev.append((t,c,(kh,k))); t+=sp
-    ev.sort()
-    miss=0
-    for t,c,key in ev:
-        cache=caches[c*parts//SMS]
-        if key in cache: cache.move_to_end(key)
-        else:
-            miss+=1; cache[key]=1
-            if len(cache)>lines: cache.popitem(last=False)
+    miss=lru_misses(ev, l2mb, parts)
     return miss, len(ev)
 for parts in (1,2):
   for jit in (0.0,0.02,0.05):
@@ -47,30 +52,17 @@ for parts in (1,2):
 
 # causal: the same model with each tile's key count (192-row tiles, 128-key tiles, up to the diagonal) and fa8_lpt_at's
 # chunk size varied: DRAM K, V^t and the makespan in key-tile steps (4 steps a tile for prologue and epilogue)
-def lpt_chunk(lin, nt, nh, CH):
-    ci=lin//(CH*nt); c0=ci*CH; cn=min(CH,nh-c0); r=lin-c0*nt
-    rank=r//cn; hb=c0+r%cn
-    if (((nh+CH-1)//CH-1-ci)&1): rank=nt-1-rank
-    return nt-1-rank, hb
 def sim_causal(CH, group, l2mb=50, parts=2):
-    lines=l2mb*1024//32//parts
-    caches=[OrderedDict() for _ in range(parts)]
     ev=[]; ends=[]
     for c in range(SMS):
         t=0.0
         for lin in range(c,NT*H,SMS):
-            mt,h=lpt_chunk(lin,NT,H,CH); kh=h//group
+            mt,h=lpt(lin,NT,H,CH); kh=h//group
             for k in range(-(-min((mt+1)*192,8192)//128)):
                 ev.append((t,c,(kh,k))); t+=1
             t+=4
         ends.append(t)
-    ev.sort(); miss=0
-    for t,c,key in ev:
-        cache=caches[c*parts//SMS]
-        if key in cache: cache.move_to_end(key)
-        else:
-            miss+=1; cache[key]=1
-            if len(cache)>lines: cache.popitem(last=False)
+    miss=lru_misses(ev, l2mb, parts)
     return miss*32/1024, max(ends)
 for CH in (8,4,2,1):
     for g in (1,8):
