@@ -2,8 +2,8 @@
  * FP8 attention forward, Hopper fast path (sm_90a), docs/numerics.md "Forward" (the same arithmetic as the
  * portable path; only the FP32 summation order inside the matrix unit differs).
  * A persistent grid walking the query tiles in persistent_tile's order (fwd_kernel; one CTA per (query tile,
- * head, batch) where the loop's state does not fit the registers): warpgroup 0 is the producer (one thread issues the TMA
- * loads of Q once per query tile and of K, V^t per key tile into a STAGES-deep ring, completing on mbarriers),
+ * head, batch) where the loop's state does not fit the registers): warpgroup 0 is the producer (one thread issues
+ * the TMA loads of Q once per query tile and of K, V^t per key tile into a STAGES-deep ring, completing on mbarriers),
  * the other warpgroups are consumers, 64 query rows each: S = Q K^t by wgmma from shared memory, online
  * softmax in registers, P^
  * permuted into the FP8 A-operand layout in registers (or, vperm, V^t's keys permuted in shared memory to match
@@ -325,13 +325,16 @@ __device__ __forceinline__ Tile make_tile(const fa8_fwd_args &a, int mt, int h, 
  * group of query heads shares one K, V^t either way (bench/experiments/fwd-l2-reuse-sim.py) */
 __device__ __forceinline__ Tile persistent_tile(const Params &prm, int nt, int lin) {
   const fa8_fwd_args &a = prm.a;
-  if constexpr (!CAUSAL) {
-    const int hb = lin / nt;
-    return make_tile(a, lin - hb * nt, hb % a.H, hb / a.H);
+  int mt, hb;
+  if constexpr (CAUSAL) {
+    int rank;
+    fa8_lpt_at(lin, nt, a.H * a.B, rank, hb);
+    mt = nt - 1 - rank;
+  } else {
+    hb = lin / nt;
+    mt = lin - hb * nt;
   }
-  int rank, hb;
-  fa8_lpt_at(lin, nt, a.H * a.B, rank, hb);
-  return make_tile(a, nt - 1 - rank, hb % a.H, hb / a.H);
+  return make_tile(a, mt, hb % a.H, hb / a.H);
 }
 
 /* The producer's part of one query tile (thread 0 of warpgroup 0): K, V^t of its key tiles into the ring, Q into
