@@ -3,6 +3,7 @@
 # fwd_kernel launch of `fa8 bench --reps 1`, clocks left alone, for each build given (ab-patch keeps them as
 # /tmp/ab-build-VARIANT). Usage (inside a device call, after ab-patch): bash bench/experiments/fwd-l2-probe.sh OUTFILE VARIANT...
 set -u
+[ $# -ge 2 ] || { echo "usage: $0 OUTFILE VARIANT..." >&2; exit 2; }
 f=$1; shift
 eval "$(sh tools/device/unpack-debs .debs /tmp/fa8-prefix)"
 M=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,sm__cycles_elapsed.avg.per_second
