@@ -33,14 +33,16 @@ static_assert(DQK % FA8_CHUNK == 0 && BN % FA8_CHUNK == 0, "operands come in 64-
 static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
 /* Grids are persistent (fwd_kernel): a CTA's next tile loads during its last GEMMs and epilogue (causal: also
  * the longest-first order; non-causal gained 2 % at d128/d64, bench/results/2026-11-30-h200-fwd-persistent-full).
- * The tile loop's state takes a few more registers, so tiles whose O and S fragments leave less room (d256 x 128
- * keys spilled 56 bytes, nvcc 13) launch one CTA per tile instead.
+ * The tile loop's state takes a few more registers, so tiles whose O and S fragments leave less room launch one
+ * CTA per tile instead. d256 x 128 keys (208) spilled 56 bytes persistent in v16 and fits since the loop's trims
+ * (v25, v26; split still spills 16 bytes): causal takes it, -2.6 %; non-causal measured +0.9 % persistent, so it
+ * keeps one CTA per tile (H100, in rounds, split's unchanged forward within 0.2 %: bench/results/2026-12-07-h100-d256-persistent).
  * Ping-pong (two consumer warpgroups taking turns to issue their GEMM phases) only where it does not lose: with
  * the turns dropped the H200 ran d64 10-12 % faster (standard and split) and split d128 3-4 % faster, and the
  * standard forward at d128/d256 within noise (bench/results/2026-11-30-h200-fwd-turns): FP8 GEMMs are short
  * next to the softmax, so a turn mostly makes one warpgroup's softmax wait for the other's. Without turns the
  * warpgroups still issue S(j) with P^(j-1)V(j-1) and overlap each other freely. */
-constexpr bool PERSIST = DV / 2 + BN / 2 + BN / 8 <= 200;
+constexpr bool PERSIST = DV / 2 + BN / 2 + BN / 8 <= (CAUSAL && !SPLIT ? 208 : 200);
 constexpr bool PINGPONG = CONSUMERS == 2 && !SPLIT && DQK > 64;
 constexpr int PRODUCER_REGS = 24, CONSUMER_REGS = CONSUMERS == 1 ? 240 : CONSUMERS == 2 ? 240 : 160;
 /* Three consumer warpgroups (160 registers each) where S, O and P^ (split: and R^) do not fit side by side (d128
