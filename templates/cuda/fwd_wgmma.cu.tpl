@@ -35,8 +35,9 @@ static_assert(BN <= 256 && DV <= 256 && DV % 16 == 0, "wgmma N");
  * the longest-first order; non-causal gained 2 % at d128/d64, bench/results/2026-11-30-h200-fwd-persistent-full).
  * The tile loop's state takes a few more registers, so tiles whose O and S fragments leave less room launch one
  * CTA per tile instead. d256 x 128 keys (208) spilled 56 bytes persistent in v16 and fits since the loop's trims
- * (v25, v26; non-causal split still spills 16 bytes; causal split is untimed): causal takes it, -2.6 %; non-causal measured +0.9 % persistent, so it
- * keeps one CTA per tile (H100, in rounds, split's unchanged forward within 0.2 %: bench/results/2026-12-07-h100-d256-persistent).
+ * (v25, v26; non-causal split still spills 16 bytes, causal split is untimed). The causal standard forward takes
+ * it, -2.6 %; the non-causal one measured +0.9 % persistent, so it keeps one CTA per tile (H100, in rounds, split's
+ * unchanged forward within 0.2 %: bench/results/2026-12-07-h100-d256-persistent).
  * Ping-pong (two consumer warpgroups taking turns to issue their GEMM phases) only where it does not lose: with
  * the turns dropped the H200 ran d64 10-12 % faster (standard and split) and split d128 3-4 % faster, and the
  * standard forward at d128/d256 within noise (bench/results/2026-11-30-h200-fwd-turns): FP8 GEMMs are short
