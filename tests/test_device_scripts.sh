@@ -16,9 +16,10 @@
 #   * tools/device/power-probe.py and h200-run's --power refuse a bad number of seconds; the probe's window
 #     statistics (samples inside a workload's window, median clock and power, power-cap share) on a synthetic file;
 #   * tools/device/file-final-run files a fake final-run output in the committed layout and refuses a bad folder;
-#   * tools/device/sanitizer-overlay writes rounds of overlays holding each d128 GQA key's distinct table instances; under
-#     them the runtime (FA8_CLI's `list --tuned`) sends final-run's sanitizer probe to every instance the tables ship;
-#     final-run's FINAL_SAN_ONLY=1 pass, with stubs, logs each round's picks and sanitizes each round under its overlay.
+#   * tools/device/sanitizer-overlay writes rounds of overlays holding each d128 (or a named head dim's) GQA key's
+#     distinct table instances; under them the runtime (FA8_CLI's `list --tuned`) sends final-run's sanitizer probe to
+#     every d128 and d256 instance the tables ship; final-run's FINAL_SAN_ONLY=1 pass, with stubs, logs each round's
+#     picks and sanitizes each round under its overlay, at d128 or at FINAL_SAN_HDIM's head dim.
 set -uo pipefail
 ROOT=${FA8_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 T=$(mktemp -d); trap 'rm -rf "$T"' EXIT
@@ -264,40 +265,47 @@ mkdir -p "$T/tabs"; H=target,sm_count,device,key,bucket,instance,median_us,p20_u
 row() { echo "$1,132,GPU,fa8_$2_e4m3_d128v128_gqa_$3,$4,$5,5,4,6,0.1,none,0,c,13.0,580,2026-12-07"; }
 { echo "$H"; row sm_90a fwd full s2048_bh8 B; row sm_90a fwd full s8192_bh64 A; row sm_90a fwd full s2048_bh64 B
   row sm_90a fwd causal_split s8192_bh64 C; row sm_90a bwd causal s2048_bh64 D; row sm_89 fwd full s2048_bh64 E
-  echo "sm_90a,132,GPU,fa8_fwd_e4m3_d64v64_gqa_full,s2048_bh64,F,5,4,6,0.1,none,0,c,13.0,580,2026-12-07"; } > "$T/tabs/t.csv"
+  echo "sm_90a,132,GPU,fa8_fwd_e4m3_d64v64_gqa_full,s2048_bh64,F,5,4,6,0.1,none,0,c,13.0,580,2026-12-07"
+  echo "sm_90a,132,GPU,fa8_bwd_e4m3_d192v128_gqa_full,s2048_bh64,G,5,4,6,0.1,none,0,c,13.0,580,2026-12-07"; } > "$T/tabs/t.csv"
 check "sanitizer-overlay: one round per distinct instance" 0 "^round-1.csv: 3 keys
 round-2.csv: 1 keys$" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ovf"
 check "sanitizer-overlay: round 1, every key's first instance by name" 0 "^A C D$" -- bash -c "awk -F, 'NR > 2 { print \$6 }' '$T/ovf/round-1.csv' | sort | paste -sd' '"
 check "sanitizer-overlay: round 2, the full forward's second" 0 "^sm_90a,132,GPU,fa8_fwd_e4m3_d128v128_gqa_full,s2048_bh64,B,1,1,1,0,none,0,sanitizer,13.0,580,2026-12-07$" -- tail -n 1 "$T/ovf/round-2.csv"
 check "sanitizer-overlay: no round 3" 1 "" -- test -e "$T/ovf/round-3.csv"
+check "sanitizer-overlay: a named head dim takes only its keys" 0 "^round-1.csv: 1 keys$" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ov64" 64
+check "sanitizer-overlay: 192x128 is the d192v128 family" 0 "^G$" -- bash -c "bash '$ROOT/tools/device/sanitizer-overlay' '$T/tabs' '$T/ovm' 192x128 > /dev/null && awk -F, 'NR > 2 { print \$6 }' '$T/ovm/round-1.csv'"
+check "sanitizer-overlay: refuses a bad head dim" 2 "HDIM 'd256' is not a head dim like 128 or 192x128" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ovf" d256
+check "sanitizer-overlay: a head dim without rows" 2 "no sm_90a row of a d256v256 GQA forward or backward" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ovf" 256
 echo "$H" > "$T/tabs/t.csv"
-check "sanitizer-overlay: refuses tables without a d128 GQA row" 2 "no sm_90a row of a d128 GQA forward or backward in" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ovf"
+check "sanitizer-overlay: refuses tables without a d128 GQA row" 2 "no sm_90a row of a d128v128 GQA forward or backward in" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs" "$T/ovf"
 check "sanitizer-overlay: refuses a missing folder" 2 "'$T/none' is not a folder of tuned tables" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/none" "$T/ovf"
 check "sanitizer-overlay: usage" 2 "usage" -- bash "$ROOT/tools/device/sanitizer-overlay" "$T/tabs"
-check "sanitizer-overlay: the repo's tables" 0 "^round-1.csv" -- bash "$ROOT/tools/device/sanitizer-overlay" "$ROOT/tune/tables" "$T/ov"
-if [ -x "${FA8_CLI:-}" ] && "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --hdim 128 > /dev/null 2>&1; then
+for hd in 128 256; do
+check "sanitizer-overlay: the repo's d$hd tables" 0 "^round-1.csv" -- bash "$ROOT/tools/device/sanitizer-overlay" "$ROOT/tune/tables" "$T/ov$hd" $hd
+if [ -x "${FA8_CLI:-}" ] && "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --hdim $hd > /dev/null 2>&1; then
   # final-run's probe (H=8/2, 700 keys, matched and split, causal or not) under each round runs each row's instance
-  want=$(awk -F, '$1 == "sm_90a" && $4 ~ /^fa8_(fwd|bwd)_e4m3_d128v128_gqa_(full|causal)(_split)?$/ { print $6 }' "$ROOT"/tune/tables/*.csv | sort -u)
+  want=$(awk -F, -v re="^fa8_(fwd|bwd)_e4m3_d${hd}v${hd}_gqa_(full|causal)(_split)?\$" '$1 == "sm_90a" && $4 ~ re { print $6 }' "$ROOT"/tune/tables/*.csv | sort -u)
   : > "$T/ran.txt"
-  for ov in "$T"/ov/round-*.csv; do
+  for ov in "$T"/ov$hd/round-*.csv; do
     while IFS=, read -r _ _ _ key _ inst _; do
       case $key in fa8_fwd_*|fa8_bwd_*) ;; *) continue ;; esac
       c=; case $key in *_causal*) c=--causal ;; esac
       d=matched; case $key in *_split) d=split ;; esac
       dir=${key#fa8_}; dir=${dir%%_*}
-      check "sanitizer-overlay: $(basename "$ov") runs $inst" 0 "^$dir +$inst\$" -- "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --overlay "$ov" --hdim 128 --seqlen 700 --heads 8 --kv-heads 2 --delta $d $c
+      check "sanitizer-overlay: d$hd $(basename "$ov") runs $inst" 0 "^$dir +$inst\$" -- "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --overlay "$ov" --hdim $hd --seqlen 700 --heads 8 --kv-heads 2 --delta $d $c
       echo "$inst" >> "$T/ran.txt"
     done < "$ov"
   done
-  check "sanitizer-overlay: the rounds cover every d128 GQA instance of the tables" 0 "^same$" -- bash -c "[ \"\$(sort -u '$T/ran.txt')\" = '$want' ] && echo same"
+  check "sanitizer-overlay: the rounds cover every d$hd GQA instance of the tables" 0 "^same$" -- bash -c "[ \"\$(sort -u '$T/ran.txt')\" = '$want' ] && echo same"
 else
-  echo "skip sanitizer-overlay's runtime picks: FA8_CLI (the built fa8) is not set or has no sm_90a d128 instances (-Dcuda=disabled)"
+  echo "skip sanitizer-overlay's d$hd runtime picks: FA8_CLI (the built fa8) is not set or has no sm_90a d$hd instances (-Dcuda=disabled)"
 fi
+done
 # final-run's sanitizer pass alone (FINAL_SAN_ONLY=1), with stubs for the build, the debs, compute-sanitizer and fa8:
 # every round's picks are logged and each round's probes run under both tools, causal and not, with its overlay
 F="$T/frun"; mkdir -p "$F/tools/device" "$F/tune" "$F/bin"
 cp "$ROOT/tools/device/final-run" "$ROOT/tools/device/sanitizer-overlay" "$F/tools/device/"; cp -r "$ROOT/tune/tables" "$F/tune/"
-printf '#!/bin/bash\nexit 0\n' > "$F/tools/device/h200-run"; printf 'echo :\n' > "$F/tools/device/unpack-debs"
+printf '#!/bin/bash\necho "$FA8_HDIM" > "$OUT/build-hdim.txt"\n' > "$F/tools/device/h200-run"; printf 'echo :\n' > "$F/tools/device/unpack-debs"
 printf '#!/bin/bash\nshift 4; "$@"; echo "========= ERROR SUMMARY: 0 errors"\n' > "$F/bin/compute-sanitizer"
 printf '#!/bin/bash\necho "stub fa8 $* table=${FA8_TUNED_TABLE:-none}"\n' > "$F/bin/fa8"; chmod +x "$F/bin/"*
 check "final-run: FINAL_SAN_ONLY=1 walks every round" 0 "^== round-4: racecheck --no-causal$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
@@ -307,4 +315,10 @@ check "final-run: a round's probe runs under its overlay" 0 "^stub fa8 probe --b
 check "final-run: the 4 rounds come back as one file (run() returns 8)" 0 "^overlays/round-1.csv overlays/round-2.csv overlays/round-3.csv overlays/round-4.csv$" -- bash -c "tar tzf '$F/out/san/overlays.tgz' | grep csv | sort | paste -sd' '"
 check "final-run: no folder of rounds left under OUT" 1 "" -- test -e "$F/out/san/overlays"
 check "final-run: 16 sanitizer runs for 4 rounds" 0 "^16$" -- grep -c "ERROR SUMMARY: 0 errors" "$F/out/san/extra.txt"
+check "final-run: the sanitizer build is d128 by default" 0 "^128$" -- cat "$F/out/san/build-hdim.txt"
+check "final-run: FINAL_SAN_HDIM=256 walks the d256 rounds" 0 "^== round-3: racecheck --no-causal$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/o256" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_SAN_HDIM=256 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
+check "final-run: FINAL_SAN_HDIM=256 builds d256" 0 "^256$" -- cat "$F/o256/san/build-hdim.txt"
+check "final-run: FINAL_SAN_HDIM=256 probes d256 under a d256 round" 0 "^stub fa8 probe .* --hdim 256 --causal table=$F/o256/san/overlays/round-1.csv$" -- cat "$F/o256/san/extra.txt"
+check "final-run: the d256 rounds hold only d256 keys" 0 "^ok$" -- bash -c "tar xzOf '$F/o256/san/overlays.tgz' --wildcards '*.csv' | awk -F, '/^sm_90a/ && \$4 !~ /_d256v256_/ { bad = 1 } END { print bad ? \"bad\" : \"ok\" }'"
+check "final-run: refuses a bad FINAL_SAN_HDIM" 2 "FINAL_SAN_HDIM='x' is not a head dim" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_SAN_HDIM=x bash "$ROOT/tools/device/final-run"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
