@@ -320,5 +320,8 @@ check "final-run: FINAL_SAN_HDIM=256 walks the d256 rounds" 0 "^== round-3: race
 check "final-run: FINAL_SAN_HDIM=256 builds d256" 0 "^256$" -- cat "$F/o256/san/build-hdim.txt"
 check "final-run: FINAL_SAN_HDIM=256 probes d256 under a d256 round" 0 "^stub fa8 probe .* --hdim 256 --causal table=$F/o256/san/overlays/round-1.csv$" -- cat "$F/o256/san/extra.txt"
 check "final-run: the d256 rounds hold only d256 keys" 0 "^ok$" -- bash -c "tar xzOf '$F/o256/san/overlays.tgz' --wildcards '*.csv' | awk -F, '/^sm_90a/ && \$4 !~ /_d256v256_/ { bad = 1 } END { print bad ? \"bad\" : \"ok\" }'"
+check "final-run: a head dim without table rows stops before the build" 2 "no sm_90a row of a d192v128 GQA.*
+final-run: no sanitizer overlays \(above\); the sanitizer build and pass skipped" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/o192" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_SAN_HDIM=192x128 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
+check "final-run: no sanitizer build for a head dim without rows" 1 "" -- test -e "$F/o192/san/build-hdim.txt"
 check "final-run: refuses a bad FINAL_SAN_HDIM" 2 "FINAL_SAN_HDIM='x' is not a head dim" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_SAN_HDIM=x bash "$ROOT/tools/device/final-run"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
