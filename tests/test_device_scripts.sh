@@ -283,7 +283,7 @@ check "sanitizer-overlay: usage" 2 "usage" -- bash "$ROOT/tools/device/sanitizer
 for hd in 128 256; do
 check "sanitizer-overlay: the repo's d$hd tables" 0 "^round-1.csv" -- bash "$ROOT/tools/device/sanitizer-overlay" "$ROOT/tune/tables" "$T/ov$hd" $hd
 if [ -x "${FA8_CLI:-}" ] && "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --hdim $hd > /dev/null 2>&1; then
-  # final-run's probe (H=8/2, 700 keys, matched and split, causal or not) under each round runs each row's instance
+  # final-run's probes (H=8/2 and 144/36, 700 keys, matched and split, causal or not) under each round run each row's instance
   want=$(awk -F, -v re="^fa8_(fwd|bwd)_e4m3_d${hd}v${hd}_gqa_(full|causal)(_split)?\$" '$1 == "sm_90a" && $4 ~ re { print $6 }' "$ROOT"/tune/tables/*.csv | sort -u)
   : > "$T/ran.txt"
   for ov in "$T"/ov$hd/round-*.csv; do
@@ -292,7 +292,9 @@ if [ -x "${FA8_CLI:-}" ] && "$FA8_CLI" list --tuned --backend cuda --device sm_9
       c=; case $key in *_causal*) c=--causal ;; esac
       d=matched; case $key in *_split) d=split ;; esac
       dir=${key#fa8_}; dir=${dir%%_*}
-      check "sanitizer-overlay: d$hd $(basename "$ov") runs $inst" 0 "^$dir +$inst\$" -- "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --overlay "$ov" --hdim $hd --seqlen 700 --heads 8 --kv-heads 2 --delta $d $c
+      for h in "8 --kv-heads 2" "144 --kv-heads 36"; do   # racecheck's problem and memcheck's
+        check "sanitizer-overlay: d$hd $(basename "$ov") runs $inst at H=${h%% *}" 0 "^$dir +$inst\$" -- "$FA8_CLI" list --tuned --backend cuda --device sm_90a:132 --overlay "$ov" --hdim $hd --seqlen 700 --heads $h --delta $d $c
+      done
       echo "$inst" >> "$T/ran.txt"
     done < "$ov"
   done
@@ -308,15 +310,18 @@ cp "$ROOT/tools/device/final-run" "$ROOT/tools/device/sanitizer-overlay" "$F/too
 printf '#!/bin/bash\necho "$FA8_HDIM" > "$OUT/build-hdim.txt"\n' > "$F/tools/device/h200-run"; printf 'echo :\n' > "$F/tools/device/unpack-debs"
 printf '#!/bin/bash\nshift 4; "$@"; echo "========= ERROR SUMMARY: 0 errors"\n' > "$F/bin/compute-sanitizer"
 printf '#!/bin/bash\necho "stub fa8 $* table=${FA8_TUNED_TABLE:-none}"\n' > "$F/bin/fa8"; chmod +x "$F/bin/"*
-check "final-run: FINAL_SAN_ONLY=1 walks every round" 0 "^== round-4: racecheck --no-causal$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
+check "final-run: FINAL_SAN_ONLY=1 walks every round" 0 "^== round-4: racecheck --no-causal, --heads 8 --kv-heads 2$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
 check "final-run: refuses a FINAL_FA8 that is no program" 2 "no fa8 at '$F/nope'" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/out2" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_FA8="$F/nope" bash tools/device/final-run
 check "final-run: a round's picks are logged" 0 "^stub fa8 list --tuned --backend cuda --overlay $F/out/san/overlays/round-2.csv .* --delta split --causal table=none$" -- cat "$F/out/san/extra.txt"
 check "final-run: a round's probe runs under its overlay" 0 "^stub fa8 probe --backend cuda --seqlen-q 200 --seqlen-k 700 --heads 8 --kv-heads 2 --hdim 128 --no-causal table=$F/out/san/overlays/round-3.csv$" -- cat "$F/out/san/extra.txt"
+check "final-run: memcheck runs H=144/36 (persistent CTAs walk a second tile)" 0 "^stub fa8 probe --backend cuda --seqlen-q 200 --seqlen-k 700 --heads 144 --kv-heads 36 --hdim 128 --causal table=$F/out/san/overlays/round-3.csv$" -- grep -A1 "^== round-3: memcheck --causal, --heads 144 --kv-heads 36$" "$F/out/san/extra.txt"
+check "final-run: racecheck runs H=8/2" 0 "^stub fa8 probe --backend cuda --seqlen-q 200 --seqlen-k 700 --heads 8 --kv-heads 2 --hdim 128 --causal table=$F/out/san/overlays/round-2.csv$" -- grep -A1 "^== round-2: racecheck --causal, --heads 8 --kv-heads 2$" "$F/out/san/extra.txt"
+check "final-run: a round's picks are listed for both problems" 0 "^stub fa8 list --tuned --backend cuda --overlay $F/out/san/overlays/round-1.csv --seqlen 700 --heads 144 --kv-heads 36 --hdim 128 --delta matched table=none$" -- cat "$F/out/san/extra.txt"
 check "final-run: the 4 rounds come back as one file (run() returns 8)" 0 "^overlays/round-1.csv overlays/round-2.csv overlays/round-3.csv overlays/round-4.csv$" -- bash -c "tar tzf '$F/out/san/overlays.tgz' | grep csv | sort | paste -sd' '"
 check "final-run: no folder of rounds left under OUT" 1 "" -- test -e "$F/out/san/overlays"
 check "final-run: 16 sanitizer runs for 4 rounds" 0 "^16$" -- grep -c "ERROR SUMMARY: 0 errors" "$F/out/san/extra.txt"
 check "final-run: the sanitizer build is d128 by default" 0 "^128$" -- cat "$F/out/san/build-hdim.txt"
-check "final-run: FINAL_SAN_HDIM=256 walks the d256 rounds" 0 "^== round-3: racecheck --no-causal$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/o256" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_SAN_HDIM=256 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
+check "final-run: FINAL_SAN_HDIM=256 walks the d256 rounds" 0 "^== round-3: racecheck --no-causal, --heads 8 --kv-heads 2$" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/o256" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_SAN_HDIM=256 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
 check "final-run: FINAL_SAN_HDIM=256 builds d256" 0 "^256$" -- cat "$F/o256/san/build-hdim.txt"
 check "final-run: FINAL_SAN_HDIM=256 probes d256 under a d256 round" 0 "^stub fa8 probe .* --hdim 256 --causal table=$F/o256/san/overlays/round-1.csv$" -- cat "$F/o256/san/extra.txt"
 check "final-run: the d256 rounds hold only d256 keys" 0 "^ok$" -- bash -c "tar xzOf '$F/o256/san/overlays.tgz' --wildcards '*.csv' | awk -F, '/^sm_90a/ && \$4 !~ /_d256v256_/ { bad = 1 } END { print bad ? \"bad\" : \"ok\" }'"
