@@ -328,5 +328,9 @@ check "final-run: the d256 rounds hold only d256 keys" 0 "^ok$" -- bash -c "tar 
 check "final-run: a head dim without table rows stops before the build" 2 "no sm_90a row of a d192v128 GQA.*
 final-run: no sanitizer overlays \(above\); the sanitizer build and pass skipped" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/o192" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_SAN_HDIM=192x128 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
 check "final-run: no sanitizer build for a head dim without rows" 1 "" -- test -e "$F/o192/san/build-hdim.txt"
+check "final-run: rounds past FINAL_DEADLINE_S are skipped, said, and fail the rc" 3 "^== round-1 and later: not run, [0-9]+ s \+ FINAL_ROUND_S 60 > FINAL_DEADLINE_S 0" -- env -C "$F" PATH="$F/bin:$PATH" OUT="$F/odl" FA8_COMMIT=x FINAL_SAN_ONLY=1 FINAL_DEADLINE_S=0 FINAL_FA8="$F/bin/fa8" bash tools/device/final-run
+check "final-run: no sanitizer run after the deadline" 1 "" -- grep -q "SUMMARY" "$F/odl/san/extra.txt"
+check "final-run: the skipped rounds' overlays still come back" 0 "overlays/round-1.csv" -- tar tzf "$F/odl/san/overlays.tgz"
+check "final-run: refuses a FINAL_DEADLINE_S that is no number" 2 "FINAL_DEADLINE_S='soon' and FINAL_ROUND_S='60' must be whole seconds" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_DEADLINE_S=soon bash "$ROOT/tools/device/final-run"
 check "final-run: refuses a bad FINAL_SAN_HDIM" 2 "FINAL_SAN_HDIM='x' is not a head dim" -- env OUT="$T/fr" FA8_COMMIT=x FINAL_SAN_HDIM=x bash "$ROOT/tools/device/final-run"
 [ "$fails" -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
